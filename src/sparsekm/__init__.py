@@ -1,0 +1,26 @@
+"""sparsekm: sparse and approximate kernel machines.
+
+Kernel methods give their answers as expansions ``Psi = sum_i alpha_i Phi(x_i)``.
+sparsekm makes them small and fast: pre-images, reduced sets, training-set
+approximation, direct sparse learning and randomized kernels, all around one
+object, :class:`~sparsekm.expansion.KernelExpansion`.
+"""
+
+__version__ = "0.1.0"
+
+from .expansion import KernelExpansion  # noqa: E402
+from .kernels import RBF, InverseMultiquadric, Linear, Polynomial, Sigmoid  # noqa: E402
+from .persistence import FormatError, load, save  # noqa: E402
+
+__all__ = [
+    "KernelExpansion",
+    "RBF",
+    "Polynomial",
+    "Sigmoid",
+    "InverseMultiquadric",
+    "Linear",
+    "save",
+    "load",
+    "FormatError",
+    "__version__",
+]

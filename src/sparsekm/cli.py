@@ -1,0 +1,212 @@
+"""The ``sparsekm`` command.
+
+Exit codes: 0 success, 2 usage error (argparse), 1 runtime error (a one-line
+message; ``--debug`` shows the traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import sys
+import time
+
+__all__ = ["main", "build_parser"]
+
+
+def _timed(func, repeat=3):
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        func()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+# -- demo ---------------------------------------------------------------------------
+def cmd_demo(args):
+    import numpy as np
+    from sklearn.multiclass import OneVsRestClassifier
+    from sklearn.svm import SVC
+
+    from .datasets import load_digits_default
+    from .expansion import KernelExpansion
+    from .utils.progress import progress
+
+    X_tr, y_tr, X_te, y_te = load_digits_default(random_state=args.seed)
+    gamma = 1.0 / (0.5 * X_tr.shape[1])  # the papers' USPS width c = 0.5 * d
+    steps = progress(total=2, desc="demo")
+    ovr = OneVsRestClassifier(SVC(C=10.0, gamma=gamma)).fit(X_tr, y_tr)
+    steps.update()
+    psi = KernelExpansion.from_estimator(ovr)
+    err = np.mean(ovr.classes_[np.argmax(psi.decision_function(X_te), axis=1)] != y_te)
+    X_eval = np.tile(X_te, (4, 1))
+    t_ours = _timed(lambda: psi.decision_function(X_eval))
+    t_sk = _timed(lambda: ovr.decision_function(X_eval))
+    steps.update()
+    steps.close()
+    n_sv = [m.support_vectors_.shape[0] for m in ovr.estimators_]
+    print(f"sparsekm demo: one-vs-rest RBF SVM (C=10, gamma=1/{1 / gamma:g}) on the embedded "
+          f"digits ({X_tr.shape[0]} train / {X_te.shape[0]} test, {X_tr.shape[1]} features)")
+    print()
+    print(f"{'system':<34}{'vectors':>9}{'test error':>12}{'samples/s':>12}{'speed-up':>10}")
+    print(f"{'sklearn OneVsRestClassifier(SVC)':<34}{sum(n_sv):>9}{err:>11.2%} "
+          f"{len(X_eval) / t_sk:>11.0f}{1.0:>9.1f}x")
+    print(f"{'sparsekm KernelExpansion':<34}{psi.n_terms:>9}{err:>11.2%} "
+          f"{len(X_eval) / t_ours:>11.0f}{t_sk / t_ours:>9.1f}x")
+    print()
+    print("support vectors per binary classifier: " + ", ".join(map(str, n_sv)))
+    print(f"distinct support vectors (evaluated once for all ten outputs): {psi.n_terms}")
+    return 0
+
+
+# -- info ---------------------------------------------------------------------------
+def cmd_info(args):
+    import numpy as np
+    import scipy
+    import sklearn
+    from threadpoolctl import threadpool_info
+
+    from . import __version__
+    from .datasets import data_available, find_data_dir
+
+    print(f"sparsekm {__version__}")
+    print(f"python {platform.python_version()} ({platform.machine()}), numpy {np.__version__}, "
+          f"scipy {scipy.__version__}, scikit-learn {sklearn.__version__}")
+    for pool in threadpool_info():
+        if pool.get("user_api") == "blas":
+            print(f"BLAS: {pool.get('internal_api')} {pool.get('version')} "
+                  f"({pool.get('num_threads')} threads) {pool.get('filepath')}")
+    for opt in ("torch", "dask", "distributed"):
+        try:
+            mod = __import__(opt)
+            print(f"{opt} {getattr(mod, '__version__', '?')}")
+        except ImportError:
+            print(f"{opt}: not installed (optional)")
+    root = find_data_dir(args.data)
+    if root is None:
+        print("data folder: not found (set SPARSEKM_DATA or pass --data); the embedded digits "
+              "still work")
+    else:
+        status = ", ".join(f"{n} {'yes' if data_available(n, root) else 'no'}"
+                           for n in ("usps", "ida", "ripley"))
+        print(f"data folder: {root} ({status})")
+    return 0
+
+
+# -- reproduce ----------------------------------------------------------------------
+def cmd_reproduce(args):
+    from pathlib import Path
+
+    from .reproduce import Context, discover
+
+    registry = discover()
+    names = args.names
+    if not names or names == ["list"]:
+        if not registry:
+            print("no reproductions are available yet")
+        for entry in registry.values():
+            slow = " (slow)" if entry.slow else ""
+            print(f"{entry.name:<28}{entry.description}{slow}")
+        return 0
+    if names == ["all"]:
+        names = list(registry)
+    unknown = [n for n in names if n not in registry]
+    if unknown:
+        raise SystemExit(_usage_error(f"unknown reproduction(s): {', '.join(unknown)}; "
+                                      f"run 'sparsekm reproduce list'"))
+    ctx = Context(out_dir=Path(args.out), seed=args.seed, data_path=args.data, quick=args.quick,
+                  progress=not args.quiet)
+    ctx.out_dir.mkdir(parents=True, exist_ok=True)
+    results = []
+    for name in names:
+        t0 = time.perf_counter()
+        res = registry[name].func(ctx)
+        res.seconds = time.perf_counter() - t0
+        results.append(res)
+        print(res.to_markdown())
+    if args.write_results:
+        path = Path(args.write_results)
+        header = ("# Reproduced results\n\nGenerated by `sparsekm reproduce` on this machine; "
+                  "ours beside the papers'.\n\n")
+        path.write_text(header + "\n".join(r.to_markdown() for r in results))
+        print(f"wrote {path}")
+    return 0
+
+
+def _usage_error(msg):
+    print(f"sparsekm: error: {msg}", file=sys.stderr)
+    return 2
+
+
+def add_command(parser, name, help_text):
+    """Add a sub-command that accepts the global options too; returns its parser."""
+    return parser._sparsekm_subparsers.add_parser(
+        name, help=help_text, description=help_text, parents=[parser._sparsekm_common])
+
+
+def build_parser():
+    def common(suppress):
+        # The global options are accepted before and after the command name.
+        c = argparse.ArgumentParser(add_help=False)
+        dflt = (lambda v: argparse.SUPPRESS) if suppress else (lambda v: v)
+        c.add_argument("--quiet", action="store_true", default=dflt(False),
+                       help="no progress bars")
+        c.add_argument("--seed", type=int, default=dflt(0), help="random seed (default 0)")
+        c.add_argument("--debug", action="store_true", default=dflt(False),
+                       help="show tracebacks on errors")
+        c.add_argument("--data", default=dflt(None),
+                       help="data folder (default: $SPARSEKM_DATA or ../shared/data)")
+        return c
+
+    parser = argparse.ArgumentParser(
+        prog="sparsekm", parents=[common(False)],
+        description="Sparse and approximate kernel machines: make kernel expansions small and fast.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    parser._sparsekm_subparsers = sub
+    parser._sparsekm_common = common(True)
+
+    p = add_command(parser, "demo",
+                    "train, convert and time a kernel machine on the embedded digits")
+    p.set_defaults(func=cmd_demo)
+
+    p = add_command(parser, "info", "versions, BLAS and whether the data folder is found")
+    p.set_defaults(func=cmd_info)
+
+    p = add_command(parser, "reproduce", "rerun a paper's table: 'list', NAME... or 'all'")
+    p.add_argument("names", nargs="*", help="reproduction names, 'list' or 'all'")
+    p.add_argument("--out", default="figures", help="folder for figures (default: figures)")
+    p.add_argument("--quick", action="store_true", help="smaller, faster variant where available")
+    p.add_argument("--write-results", metavar="FILE", default=None,
+                   help="also write the Markdown tables to FILE (e.g. docs/results.md)")
+    p.set_defaults(func=cmd_reproduce)
+    return parser
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    if args.quiet:
+        from .utils.progress import set_quiet
+
+        set_quiet(True)
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("sparsekm: interrupted", file=sys.stderr)
+        return 1
+    except SystemExit:
+        raise
+    except Exception as exc:  # one-line message unless --debug
+        if args.debug:
+            raise
+        print(f"sparsekm: error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,327 @@
+"""The central object: a kernel expansion ``Psi = sum_i coef_i Phi(vectors_i)``.
+
+A :class:`KernelExpansion` holds expansion vectors ``Z`` (one per row), their
+coefficients (one column per output) and the kernel; its decision function is
+``f(x) = sum_i coef_i k(x, z_i) + intercept``. SVMs, kernel PCA components and
+kernel Fisher discriminants all produce such expansions; reduced-set methods
+transform them; pre-image solvers and plots consume them.
+
+Feature-space algebra works through the kernel only (eq. 6 of *Fast approximation
+of support vector kernel expansions*)::
+
+    <Psi, Psi'>   = coef^T K(Z, Z') coef'
+    ||Psi - Psi'||^2 = ||Psi||^2 + ||Psi'||^2 - 2 <Psi, Psi'>
+
+The intercept is not part of ``Psi`` (it is the threshold of the affine decision
+function), so it is ignored by ``inner``, ``norm2`` and ``distance2``.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .kernels import Kernel
+from .utils.validation import check_array, check_same_features
+
+__all__ = ["KernelExpansion"]
+
+
+class KernelExpansion:
+    """A kernel expansion ``f(x) = sum_i coef[i] k(x, vectors[i]) + intercept``.
+
+    Parameters
+    ----------
+    vectors : array-like of shape (n_terms, n_features)
+        Expansion vectors (support vectors, reduced-set vectors ``z_j``, ...).
+    coef : array-like of shape (n_terms,) or (n_terms, n_outputs)
+        Coefficients ``alpha_i`` (or ``beta_j``), one column per output.
+    kernel : Kernel
+        The kernel ``k``.
+    intercept : float or array-like of shape (n_outputs,), default=0.0
+        Constant added to the decision function (not part of ``Psi``).
+
+    Attributes
+    ----------
+    n_terms, n_features, n_outputs : int
+
+    Notes
+    -----
+    Arrays are copied and made read-only, so an expansion never changes after
+    construction and can cache the squared norms of its vectors for evaluation.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsekm import KernelExpansion
+    >>> from sparsekm.kernels import Linear
+    >>> psi = KernelExpansion([[1.0, 0.0], [0.0, 2.0]], [1.0, 0.5], Linear())
+    >>> psi.decision_function([[1.0, 1.0]])
+    array([2.])
+    >>> psi.norm2()  # ||(1, 1)||^2
+    2.0
+    """
+
+    def __init__(self, vectors, coef, kernel, intercept=0.0):
+        if not isinstance(kernel, Kernel):
+            raise TypeError(
+                f"kernel must be a sparsekm.kernels.Kernel instance; got {type(kernel).__name__}."
+            )
+        vectors = check_array(vectors, "vectors", copy=True)
+        coef = check_array(coef, "coef", ndim=None, dtype=vectors.dtype, copy=True)
+        if coef.ndim not in (1, 2):
+            raise ValueError(f"coef must be 1-D or 2-D; got shape {coef.shape}.")
+        if coef.shape[0] != vectors.shape[0]:
+            raise ValueError(
+                f"coef must have one row per expansion vector: expected {vectors.shape[0]} rows, "
+                f"found {coef.shape[0]}."
+            )
+        n_outputs = 1 if coef.ndim == 1 else coef.shape[1]
+        if coef.ndim == 2 and n_outputs == 0:
+            raise ValueError("coef has 0 outputs (shape (n_terms, 0)).")
+        intercept = check_array(intercept, "intercept", ndim=None, dtype=np.float64, copy=True,
+                                allow_empty=True)
+        if coef.ndim == 1:
+            if intercept.size != 1:
+                raise ValueError(
+                    f"intercept must be a scalar for a single-output expansion; got shape "
+                    f"{intercept.shape}."
+                )
+            intercept = float(intercept.reshape(-1)[0])
+        else:
+            if intercept.ndim == 0:
+                intercept = np.full(n_outputs, float(intercept))
+            elif intercept.shape != (n_outputs,):
+                raise ValueError(
+                    f"intercept must have shape (n_outputs,) = ({n_outputs},); got {intercept.shape}."
+                )
+            intercept.setflags(write=False)
+        vectors.setflags(write=False)
+        coef.setflags(write=False)
+        self._vectors = vectors
+        self._coef = coef
+        self._kernel = kernel
+        self._intercept = intercept
+        self._sqnorms_cache = None
+
+    # -- basic properties ------------------------------------------------------
+    @property
+    def vectors(self):
+        """Expansion vectors, shape (n_terms, n_features) (read-only)."""
+        return self._vectors
+
+    @property
+    def coef(self):
+        """Coefficients, shape (n_terms,) or (n_terms, n_outputs) (read-only)."""
+        return self._coef
+
+    @property
+    def kernel(self):
+        """The kernel."""
+        return self._kernel
+
+    @property
+    def intercept(self):
+        """Intercept: float, or (n_outputs,) array for multi-output expansions."""
+        return self._intercept
+
+    @property
+    def n_terms(self):
+        return self._vectors.shape[0]
+
+    @property
+    def n_features(self):
+        return self._vectors.shape[1]
+
+    @property
+    def n_outputs(self):
+        return 1 if self._coef.ndim == 1 else self._coef.shape[1]
+
+    @property
+    def is_multioutput(self):
+        """True when ``coef`` is 2-D (even with one column)."""
+        return self._coef.ndim == 2
+
+    def __repr__(self):
+        return (
+            f"KernelExpansion(n_terms={self.n_terms}, n_features={self.n_features}, "
+            f"n_outputs={self.n_outputs}, kernel={self._kernel!r})"
+        )
+
+    def __len__(self):
+        return self.n_terms
+
+    def _vector_sqnorms(self):
+        if self._sqnorms_cache is None:
+            self._sqnorms_cache = self._kernel._sqnorms(self._vectors)
+        return self._sqnorms_cache
+
+    # -- evaluation ----------------------------------------------------------------
+    def decision_function(self, X, *, block_size=None):
+        """Evaluate ``f(x) = sum_i coef_i k(x, z_i) + intercept`` in row blocks.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        block_size : int, default=None
+            Rows of ``X`` per block (bounds memory at ``block_size * n_terms``).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_outputs)
+        """
+        X = check_array(X, "X")
+        check_same_features(X, self.n_features, "X", "KernelExpansion")
+        dtype = self._vectors.dtype if X.dtype == self._vectors.dtype else np.float64
+        V = self._vectors.astype(dtype, copy=False)
+        sq = self._vector_sqnorms()
+        sq = None if sq is None else sq.astype(dtype, copy=False)
+        out = self._kernel.mmv(X.astype(dtype, copy=False), V, self._coef.astype(dtype, copy=False),
+                               block_size=block_size, Y_sqnorms=sq)
+        out += np.asarray(self._intercept, dtype=dtype)
+        return out
+
+    __call__ = decision_function
+
+    def output(self, k):
+        """The single-output expansion of output ``k`` (its own intercept)."""
+        if not self.is_multioutput:
+            if k != 0:
+                raise IndexError(f"output index {k} out of range for a single-output expansion.")
+            return self
+        if not -self.n_outputs <= k < self.n_outputs:
+            raise IndexError(f"output index {k} out of range for {self.n_outputs} outputs.")
+        return KernelExpansion(self._vectors, self._coef[:, k], self._kernel, self._intercept[k])
+
+    # -- feature-space algebra -----------------------------------------------------
+    def _check_compatible(self, other, op):
+        if not isinstance(other, KernelExpansion):
+            raise TypeError(f"{op} needs another KernelExpansion; got {type(other).__name__}.")
+        if self._kernel != other._kernel:
+            raise ValueError(
+                f"Cannot {op} expansions with different kernels: {self._kernel!r} and "
+                f"{other._kernel!r}."
+            )
+        if self.n_features != other.n_features:
+            raise ValueError(
+                f"Cannot {op} expansions with different numbers of features: "
+                f"{self.n_features} and {other.n_features}."
+            )
+
+    def _coef2d(self):
+        return self._coef if self._coef.ndim == 2 else self._coef[:, None]
+
+    def inner(self, other, *, block_size=None):
+        """Feature-space inner product ``<Psi, Psi'> = coef^T K(Z, Z') coef'``.
+
+        Returns a float when both expansions are single-output; otherwise an
+        array of shape (n_outputs_self, n_outputs_other) (a 1-D axis is dropped
+        for a single-output side).
+        """
+        self._check_compatible(other, "take the inner product of")
+        KB = self._kernel.mmv(self._vectors, other._vectors, other._coef2d(),
+                              block_size=block_size, Y_sqnorms=other._vector_sqnorms())
+        G = self._coef2d().T.astype(np.float64) @ KB.astype(np.float64)
+        if not self.is_multioutput:
+            G = G[0]
+        if not other.is_multioutput:
+            G = G[..., 0]
+        return float(G) if np.ndim(G) == 0 else G
+
+    def norm2(self, *, block_size=None):
+        """Squared feature-space norm ``||Psi||^2 = coef^T K coef`` (per output)."""
+        A = self._coef2d()
+        KA = self._kernel.mmv(self._vectors, self._vectors, A, block_size=block_size,
+                              Y_sqnorms=self._vector_sqnorms())
+        n2 = np.einsum("ij,ij->j", A.astype(np.float64), KA.astype(np.float64))
+        return float(n2[0]) if not self.is_multioutput else n2
+
+    def distance2(self, other, *, block_size=None):
+        """Squared feature-space distance ``||Psi - Psi'||^2`` through the kernel only.
+
+        Computed as the norm of the concatenated expansion ``Psi - Psi'`` (eq. 6 of
+        the fixed-point paper), per output. Tiny negative values from rounding are
+        clipped to 0.
+        """
+        self._check_compatible(other, "compute the distance between")
+        d2 = (self - other).norm2(block_size=block_size)
+        return max(d2, 0.0) if np.ndim(d2) == 0 else np.maximum(d2, 0.0)
+
+    # -- arithmetic (concatenating terms) -------------------------------------------
+    def __add__(self, other):
+        if not isinstance(other, KernelExpansion):
+            return NotImplemented
+        self._check_compatible(other, "add")
+        if self.is_multioutput != other.is_multioutput or self.n_outputs != other.n_outputs:
+            raise ValueError(
+                f"Cannot add expansions with {self.n_outputs} and {other.n_outputs} outputs."
+            )
+        vectors = np.concatenate([self._vectors, other._vectors.astype(self._vectors.dtype)])
+        coef = np.concatenate([self._coef, other._coef.astype(self._coef.dtype)])
+        intercept = np.asarray(self._intercept) + np.asarray(other._intercept)
+        return KernelExpansion(vectors, coef, self._kernel, intercept)
+
+    def __neg__(self):
+        return KernelExpansion(self._vectors, -self._coef, self._kernel,
+                               -np.asarray(self._intercept))
+
+    def __sub__(self, other):
+        if not isinstance(other, KernelExpansion):
+            return NotImplemented
+        return self + (-other)
+
+    def __mul__(self, scalar):
+        if not isinstance(scalar, numbers.Real) or isinstance(scalar, bool):
+            return NotImplemented
+        if not np.isfinite(scalar):
+            raise ValueError(f"Cannot scale an expansion by {scalar!r}.")
+        return KernelExpansion(self._vectors, self._coef * scalar, self._kernel,
+                               np.asarray(self._intercept) * scalar)
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, scalar):
+        if not isinstance(scalar, numbers.Real) or isinstance(scalar, bool):
+            return NotImplemented
+        if scalar == 0:
+            raise ZeroDivisionError("Cannot divide an expansion by 0.")
+        return self * (1.0 / scalar)
+
+    def copy(self):
+        return KernelExpansion(self._vectors, self._coef, self._kernel, self._intercept)
+
+    def compress(self):
+        """Merge identical vectors (summing their coefficients) and drop zero terms.
+
+        Both operations are exact: the decision function and every feature-space
+        quantity are unchanged (up to floating-point summation order). The first
+        occurrence of each vector keeps its position.
+        """
+        _, first, inverse = np.unique(self._vectors, axis=0, return_index=True,
+                                      return_inverse=True)
+        inverse = inverse.reshape(-1)
+        # Re-label groups in order of first appearance.
+        order = np.argsort(first, kind="stable")
+        rank = np.empty_like(order)
+        rank[order] = np.arange(order.size)
+        groups = rank[inverse]
+        coef = np.zeros((order.size,) + self._coef.shape[1:], dtype=self._coef.dtype)
+        np.add.at(coef, groups, self._coef)
+        vectors = self._vectors[first[order]]
+        keep = (coef != 0).reshape(coef.shape[0], -1).any(axis=1)
+        return KernelExpansion(vectors[keep], coef[keep], self._kernel, self._intercept)
+
+    # -- conversion from scikit-learn -----------------------------------------------
+    @classmethod
+    def from_estimator(cls, estimator):
+        """Build the expansion of a fitted scikit-learn kernel machine.
+
+        Supported: ``SVC`` (binary; ``decision_function``), ``SVR``/``NuSVR``
+        (``predict``), ``OneVsRestClassifier`` of binary ``SVC`` (one column per
+        class, each distinct support vector stored once), ``KernelPCA`` (one column
+        per component; ``transform``). See :func:`sparsekm.interop.expansion_from_estimator`.
+        """
+        from .interop import expansion_from_estimator
+
+        return expansion_from_estimator(estimator)

@@ -1,0 +1,533 @@
+"""Kernel functions as small value objects.
+
+Every kernel offers
+
+* ``kernel(X, Y=None)``: the Gram matrix ``K[i, j] = k(X[i], Y[j])``, computed in
+  row blocks (``block_size``) so the temporaries stay bounded;
+* ``kernel.diag(X)``: ``k(x_i, x_i)`` without the full matrix;
+* ``kernel.mmv(X, Y, C)``: the product ``K(X, Y) @ C`` without storing ``K``
+  beyond one row block (the operation every kernel expansion is made of);
+* ``kernel.gradient_y(X, y)``: ``d k(x_i, y) / d y`` for each row ``x_i``;
+* ``kernel.gradient_sum(X, Z, W)``: ``sum_i W[i, u] * d k(x_i, z_u) / d z_u`` for
+  every ``z_u`` at once, the vectorised gradient used by pre-image, reduced-set and
+  SLMC optimisation.
+
+Radial kernels ``k(x, y) = k(||x - y||^2)`` additionally expose the profile
+``k(r2)`` and its derivative ``k'(r2)`` with respect to ``r2`` (eq. 10 of
+Schölkopf et al., *Fast approximation of support vector kernel expansions*).
+Dot-product kernels ``k(x, y) = f(x . y)`` expose ``f`` and ``f'``.
+
+Conventions (see ``docs/kernels.md``):
+
+========================  ==============================================  =====================
+class                     k(x, y)                                         papers' notation
+========================  ==============================================  =====================
+``RBF(gamma)``            ``exp(-gamma ||x - y||^2)``                     ``gamma = 1/(2 sigma^2)``
+``Polynomial(d, c, g)``   ``(g x.y + c)^d``                               eq. 26/38 (``g = 1``)
+``Sigmoid(kappa, theta)`` ``tanh(kappa x.y + theta)``                     eq. 39
+``InverseMultiquadric(c)`` ``(||x - y||^2 + 1)^c``, ``c < 0``             eq. 10 remark
+``Linear()``              ``x.y``
+========================  ==============================================  =====================
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .utils.validation import check_array, check_scalar, float_dtype
+
+__all__ = [
+    "Kernel",
+    "RadialKernel",
+    "DotProductKernel",
+    "RBF",
+    "Polynomial",
+    "Sigmoid",
+    "InverseMultiquadric",
+    "Linear",
+    "resolve_kernel",
+    "kernel_from_dict",
+]
+
+# Bound on the number of entries of one kernel block (float64: 32 MiB).
+DEFAULT_BLOCK_ELEMENTS = 2**22
+
+_REGISTRY: dict[str, type] = {}
+
+
+def _register(cls):
+    _REGISTRY[cls.__name__] = cls
+    return cls
+
+
+def _rows_per_block(n_cols, block_size):
+    if block_size is not None:
+        return check_scalar(block_size, "block_size", "Kernel", kind="int", lower=1)
+    return max(1, DEFAULT_BLOCK_ELEMENTS // max(int(n_cols), 1))
+
+
+class Kernel:
+    """Base class of all kernels.
+
+    Subclasses implement ``_block(X, Y, X_sqnorms, Y_sqnorms)`` (one Gram block),
+    ``diag`` and the gradient hooks. Parameters are validated in ``__init__``
+    (kernels are immutable values, not estimators) and exposed through
+    ``get_params`` so that scikit-learn's ``clone`` and our persistence can rebuild
+    them.
+    """
+
+    #: True when k(x, y) depends on ||x - y||^2 only.
+    is_radial = False
+    #: True when k(x, y) depends on x . y only.
+    is_dot_product = False
+    #: False for kernels that are not positive semi-definite (the sigmoid).
+    is_psd = True
+    _param_names: tuple[str, ...] = ()
+
+    # -- parameters ----------------------------------------------------------
+    def get_params(self, deep=True):
+        """Parameters of this kernel as a dict (scikit-learn convention)."""
+        return {name: getattr(self, name) for name in self._param_names}
+
+    def set_params(self, **params):
+        """Kernels are immutable; return a new kernel with ``params`` replaced."""
+        merged = {**self.get_params(), **params}
+        return type(self)(**merged)
+
+    def to_dict(self):
+        """JSON-serialisable description, inverse of :func:`kernel_from_dict`."""
+        return {"name": type(self).__name__, "params": self.get_params()}
+
+    def __repr__(self):
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({args})"
+
+    def __eq__(self, other):
+        return type(self) is type(other) and self.get_params() == other.get_params()
+
+    def __hash__(self):
+        return hash((type(self).__name__, tuple(self.get_params().items())))
+
+    # -- evaluation ----------------------------------------------------------
+    def _prepare(self, X, Y, name_x="X", name_y="Y"):
+        X = check_array(X, name_x)
+        if Y is None:
+            return X, X, X.dtype
+        Y = check_array(Y, name_y)
+        if X.shape[1] != Y.shape[1]:
+            raise ValueError(
+                f"{name_x} and {name_y} must have the same number of features; got "
+                f"{name_x}.shape={X.shape} and {name_y}.shape={Y.shape}."
+            )
+        dtype = float_dtype(X, Y)
+        return X.astype(dtype, copy=False), Y.astype(dtype, copy=False), dtype
+
+    def __call__(self, X, Y=None, *, block_size=None):
+        """Gram matrix ``K[i, j] = k(X[i], Y[j])``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples_X, n_features)
+        Y : array-like of shape (n_samples_Y, n_features), default=None
+            ``None`` means ``Y = X``.
+        block_size : int, default=None
+            Rows of ``X`` processed at once; by default chosen so that one block
+            holds at most ``2**22`` entries.
+
+        Returns
+        -------
+        K : ndarray of shape (n_samples_X, n_samples_Y)
+            float32 if both inputs are float32, else float64.
+        """
+        X, Y, dtype = self._prepare(X, Y)
+        K = np.empty((X.shape[0], Y.shape[0]), dtype=dtype)
+        y_sq = self._sqnorms(Y)
+        step = _rows_per_block(Y.shape[0], block_size)
+        for start in range(0, X.shape[0], step):
+            Xb = X[start:start + step]
+            K[start:start + step] = self._block(Xb, Y, self._sqnorms(Xb), y_sq)
+        return K
+
+    def mmv(self, X, Y, C, *, block_size=None, Y_sqnorms=None):
+        """Kernel matrix-matrix product ``K(X, Y) @ C`` computed in row blocks.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        Y : array-like of shape (n_terms, n_features)
+        C : array-like of shape (n_terms,) or (n_terms, n_outputs)
+        block_size : int, default=None
+            Rows of ``X`` per block.
+        Y_sqnorms : ndarray of shape (n_terms,), default=None
+            Cached squared norms of the rows of ``Y`` (radial kernels).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_outputs)
+        """
+        X, Y, dtype = self._prepare(X, Y, "X", "Y")
+        C = np.asarray(C, dtype=dtype)
+        if C.shape[0] != Y.shape[0]:
+            raise ValueError(
+                f"C must have one row per row of Y: expected {Y.shape[0]} rows, found {C.shape[0]}."
+            )
+        out = np.empty((X.shape[0],) + C.shape[1:], dtype=dtype)
+        y_sq = self._sqnorms(Y) if Y_sqnorms is None else Y_sqnorms
+        step = _rows_per_block(Y.shape[0], block_size)
+        for start in range(0, X.shape[0], step):
+            Xb = X[start:start + step]
+            out[start:start + step] = self._block(Xb, Y, self._sqnorms(Xb), y_sq) @ C
+        return out
+
+    def diag(self, X):
+        """``k(x_i, x_i)`` for each row of ``X``; shape (n_samples,)."""
+        raise NotImplementedError
+
+    def gradient_y(self, X, y):
+        """Gradient of ``k(x_i, y)`` with respect to ``y`` for every row ``x_i``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_features,)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features)
+        """
+        X = check_array(X, "X")
+        y = check_array(y, "y", ndim=1)
+        if y.shape[0] != X.shape[1]:
+            raise ValueError(f"y has {y.shape[0]} features, but X has {X.shape[1]}.")
+        dtype = float_dtype(X, y)
+        return self._gradient_rows(X.astype(dtype, copy=False), y.astype(dtype, copy=False))
+
+    def gradient_sum(self, X, Z, W, *, block_size=None):
+        """``G[u] = sum_i W[i, u] * grad_{z_u} k(x_i, z_u)`` for all ``u`` at once.
+
+        This is the vectorised gradient behind the pre-image, reduced-set
+        (phase 2) and SLMC objectives: all of them are weighted sums of kernel
+        values, so their gradients with respect to the expansion vectors are
+        weighted sums of kernel gradients.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        Z : array-like of shape (n_vectors, n_features)
+        W : array-like of shape (n_samples, n_vectors)
+            Weights ``W[i, u]``.
+
+        Returns
+        -------
+        G : ndarray of shape (n_vectors, n_features)
+        """
+        X, Z, dtype = self._prepare(X, Z, "X", "Z")
+        W = np.asarray(W, dtype=dtype)
+        if W.shape != (X.shape[0], Z.shape[0]):
+            raise ValueError(
+                f"W must have shape (n_samples, n_vectors) = {(X.shape[0], Z.shape[0])}; "
+                f"found {W.shape}."
+            )
+        G = np.zeros(Z.shape, dtype=dtype)
+        z_sq = self._sqnorms(Z)
+        step = _rows_per_block(Z.shape[0], block_size)
+        for start in range(0, X.shape[0], step):
+            sl = slice(start, start + step)
+            Xb = X[sl]
+            G += self._gradient_sum_block(Xb, Z, W[sl], self._sqnorms(Xb), z_sq)
+        return G
+
+    # -- hooks ---------------------------------------------------------------
+    def _sqnorms(self, X):
+        return None
+
+    def _block(self, X, Y, x_sq, y_sq):
+        raise NotImplementedError
+
+    def _gradient_rows(self, X, y):
+        raise NotImplementedError
+
+    def _gradient_sum_block(self, X, Z, W, x_sq, z_sq):
+        raise NotImplementedError
+
+
+def _sqdist(X, Y, x_sq, y_sq):
+    """Squared Euclidean distances through one GEMM, clipped at 0 (in place)."""
+    D = X @ Y.T
+    D *= -2.0
+    D += x_sq[:, None]
+    D += y_sq[None, :]
+    np.maximum(D, 0.0, out=D)
+    return D
+
+
+class RadialKernel(Kernel):
+    """Kernel of the form ``k(x, y) = k(||x - y||^2)`` (the *profile*).
+
+    Subclasses implement :meth:`profile` and :meth:`profile_derivative` (both as
+    functions of ``r2 = ||x - y||^2``); Gram blocks, gradients and the pre-image
+    fixed-point iteration (eq. 10) all follow from these two.
+    """
+
+    is_radial = True
+
+    def profile(self, r2):
+        """``k`` as a function of the squared distance ``r2``."""
+        raise NotImplementedError
+
+    def profile_derivative(self, r2):
+        """``k'(r2) = dk/d(r2)``."""
+        raise NotImplementedError
+
+    def _profile_inplace(self, r2):
+        return self.profile(r2)
+
+    def diag(self, X):
+        X = check_array(X, "X")
+        return np.full(X.shape[0], self.profile(np.zeros(1, dtype=X.dtype))[0], dtype=X.dtype)
+
+    def _sqnorms(self, X):
+        return np.einsum("ij,ij->i", X, X)
+
+    def _block(self, X, Y, x_sq, y_sq):
+        return self._profile_inplace(_sqdist(X, Y, x_sq, y_sq))
+
+    def _gradient_rows(self, X, y):
+        diff = y[None, :] - X
+        r2 = np.einsum("ij,ij->i", diff, diff)
+        return (2.0 * self.profile_derivative(r2))[:, None] * diff
+
+    def _gradient_sum_block(self, X, Z, W, x_sq, z_sq):
+        # sum_i W_iu 2 k'(r2_iu) (z_u - x_i) = 2 [ (sum_i M_iu) z_u - (M^T X)_u ],  M = W * k'
+        M = self.profile_derivative(_sqdist(X, Z, x_sq, z_sq))
+        M *= W
+        return 2.0 * (M.sum(axis=0)[:, None] * Z - M.T @ X)
+
+
+class DotProductKernel(Kernel):
+    """Kernel of the form ``k(x, y) = f(x . y)``.
+
+    Subclasses implement :meth:`profile` ``f(t)`` and :meth:`profile_derivative`
+    ``f'(t)`` with ``t = x . y``.
+    """
+
+    is_dot_product = True
+
+    def profile(self, t):
+        """``f(t)`` with ``t = x . y``."""
+        raise NotImplementedError
+
+    def profile_derivative(self, t):
+        """``f'(t)``."""
+        raise NotImplementedError
+
+    def _profile_inplace(self, t):
+        return self.profile(t)
+
+    def diag(self, X):
+        X = check_array(X, "X")
+        return self.profile(np.einsum("ij,ij->i", X, X))
+
+    def _block(self, X, Y, x_sq, y_sq):
+        return self._profile_inplace(X @ Y.T)
+
+    def _gradient_rows(self, X, y):
+        return self.profile_derivative(X @ y)[:, None] * X
+
+    def _gradient_sum_block(self, X, Z, W, x_sq, z_sq):
+        M = self.profile_derivative(X @ Z.T)
+        M *= W
+        return M.T @ X
+
+
+@_register
+class RBF(RadialKernel):
+    """Gaussian kernel ``k(x, y) = exp(-gamma ||x - y||^2)``.
+
+    Parameters
+    ----------
+    gamma : float > 0
+        Inverse width. The RS/denoising papers write ``exp(-||x-y||^2 / c)``
+        (``gamma = 1/c``; USPS: ``c = 128``) or ``exp(-||x-y||^2 / (2 sigma^2))``
+        (use :meth:`from_sigma`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsekm.kernels import RBF
+    >>> k = RBF.from_sigma(1.0)
+    >>> float(k(np.zeros((1, 2)), np.ones((1, 2)))[0, 0])  # exp(-2 / 2)
+    0.36787944117144233
+    """
+
+    _param_names = ("gamma",)
+
+    def __init__(self, gamma=1.0):
+        self.gamma = check_scalar(gamma, "gamma", "RBF", lower=0, lower_inclusive=False)
+
+    @classmethod
+    def from_sigma(cls, sigma):
+        """RBF with ``k = exp(-||x - y||^2 / (2 sigma^2))``."""
+        sigma = check_scalar(sigma, "sigma", "RBF", lower=0, lower_inclusive=False)
+        return cls(gamma=1.0 / (2.0 * sigma**2))
+
+    def profile(self, r2):
+        return np.exp(-self.gamma * np.asarray(r2))
+
+    def profile_derivative(self, r2):
+        return -self.gamma * np.exp(-self.gamma * np.asarray(r2))
+
+    def _profile_inplace(self, r2):
+        r2 *= -self.gamma
+        return np.exp(r2, out=r2)
+
+
+@_register
+class InverseMultiquadric(RadialKernel):
+    """Inverse multiquadric kernel ``k(x, y) = (||x - y||^2 + 1)^c`` with ``c < 0``.
+
+    ``c = -1/2`` and ``c = -1`` are the cases named in the fixed-point paper
+    (remark before eq. 10); any negative exponent gives a positive definite kernel.
+    """
+
+    _param_names = ("c",)
+
+    def __init__(self, c=-0.5):
+        self.c = check_scalar(c, "c", "InverseMultiquadric", upper=0, upper_inclusive=False)
+
+    def profile(self, r2):
+        return (np.asarray(r2) + 1.0) ** self.c
+
+    def profile_derivative(self, r2):
+        return self.c * (np.asarray(r2) + 1.0) ** (self.c - 1.0)
+
+    def _profile_inplace(self, r2):
+        r2 += 1.0
+        return np.power(r2, self.c, out=r2)
+
+
+@_register
+class Polynomial(DotProductKernel):
+    """Polynomial kernel ``k(x, y) = (gamma x.y + coef0)^degree``.
+
+    ``coef0 = 0`` gives the homogeneous kernel. With ``gamma = 1`` this is eq. 26/38
+    of *Input space vs. feature space*; ``gamma`` exists so that scikit-learn's
+    ``kernel="poly"`` models convert exactly.
+    """
+
+    _param_names = ("degree", "coef0", "gamma")
+
+    def __init__(self, degree=2, coef0=0.0, gamma=1.0):
+        self.degree = check_scalar(degree, "degree", "Polynomial", kind="int", lower=1)
+        self.coef0 = check_scalar(coef0, "coef0", "Polynomial", lower=0)
+        self.gamma = check_scalar(gamma, "gamma", "Polynomial", lower=0, lower_inclusive=False)
+
+    def profile(self, t):
+        return (self.gamma * np.asarray(t) + self.coef0) ** self.degree
+
+    def profile_derivative(self, t):
+        d = self.degree
+        if d == 1:
+            return np.full_like(np.asarray(t, dtype=float), self.gamma)
+        return d * self.gamma * (self.gamma * np.asarray(t) + self.coef0) ** (d - 1)
+
+    def _profile_inplace(self, t):
+        if self.gamma != 1.0:
+            t *= self.gamma
+        if self.coef0:
+            t += self.coef0
+        if self.degree == 2:
+            return np.multiply(t, t, out=t)
+        return np.power(t, self.degree, out=t)
+
+
+@_register
+class Sigmoid(DotProductKernel):
+    """Sigmoid kernel ``k(x, y) = tanh(kappa x.y + theta)`` (eq. 39).
+
+    Not positive semi-definite for most parameter values (``is_psd = False``);
+    methods that need a PSD Gram matrix say so when given it.
+    """
+
+    is_psd = False
+    _param_names = ("kappa", "theta")
+
+    def __init__(self, kappa=1.0, theta=0.0):
+        self.kappa = check_scalar(kappa, "kappa", "Sigmoid")
+        self.theta = check_scalar(theta, "theta", "Sigmoid")
+
+    def profile(self, t):
+        return np.tanh(self.kappa * np.asarray(t) + self.theta)
+
+    def profile_derivative(self, t):
+        th = np.tanh(self.kappa * np.asarray(t) + self.theta)
+        return self.kappa * (1.0 - th * th)
+
+    def _profile_inplace(self, t):
+        t *= self.kappa
+        t += self.theta
+        return np.tanh(t, out=t)
+
+
+@_register
+class Linear(DotProductKernel):
+    """Linear kernel ``k(x, y) = x . y``."""
+
+    def __init__(self):
+        pass
+
+    def profile(self, t):
+        return np.asarray(t)
+
+    def profile_derivative(self, t):
+        return np.ones_like(np.asarray(t, dtype=float))
+
+    def _profile_inplace(self, t):
+        return t
+
+
+_STRING_KERNELS = {
+    "rbf": RBF,
+    "poly": Polynomial,
+    "polynomial": Polynomial,
+    "sigmoid": Sigmoid,
+    "linear": Linear,
+    "imq": InverseMultiquadric,
+}
+
+
+def resolve_kernel(kernel, X=None, owner="estimator"):
+    """Turn an estimator's ``kernel`` parameter into a :class:`Kernel`.
+
+    ``None`` means an RBF kernel with scikit-learn's ``gamma="scale"``,
+    ``1 / (n_features * X.var())`` (requires ``X``). A string names a kernel with
+    default parameters; a :class:`Kernel` is returned unchanged.
+    """
+    if isinstance(kernel, Kernel):
+        return kernel
+    if kernel is None:
+        if X is None:
+            return RBF()
+        var = float(np.var(X)) * X.shape[1]
+        return RBF(gamma=1.0 / var if var > 0 else 1.0)
+    if isinstance(kernel, str) and kernel.lower() in _STRING_KERNELS:
+        return _STRING_KERNELS[kernel.lower()]()
+    raise TypeError(
+        f"The 'kernel' parameter of {owner} must be a sparsekm.kernels.Kernel, one of "
+        f"{sorted(_STRING_KERNELS)} or None. Got {kernel!r} instead."
+    )
+
+
+def kernel_from_dict(spec):
+    """Rebuild a kernel from :meth:`Kernel.to_dict` output (only known classes)."""
+    if not isinstance(spec, dict) or "name" not in spec or "params" not in spec:
+        raise ValueError(f"Invalid kernel description: {spec!r}.")
+    cls = _REGISTRY.get(spec["name"])
+    if cls is None:
+        raise ValueError(f"Unknown kernel {spec['name']!r}; known: {sorted(_REGISTRY)}.")
+    if not isinstance(spec["params"], dict):
+        raise ValueError(f"Invalid kernel parameters: {spec['params']!r}.")
+    try:
+        return cls(**spec["params"])
+    except TypeError as exc:
+        raise ValueError(f"Invalid parameters for kernel {spec['name']}: {exc}") from None

@@ -1,0 +1,3 @@
+"""Reduced-set methods: approximate an expansion by one with few terms."""
+
+__all__: list[str] = []

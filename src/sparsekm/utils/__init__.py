@@ -1,0 +1,1 @@
+"""Internal helpers shared across sparsekm (validation, random state, progress)."""
