@@ -49,8 +49,11 @@ __all__ = [
     "kernel_from_dict",
 ]
 
-# Bound on the number of entries of one kernel block (float64: 32 MiB).
-DEFAULT_BLOCK_ELEMENTS = 2**22
+# Entries of one kernel block (float64: 4 MiB). Blocks that stay in cache keep the
+# element-wise passes after the GEMM (norms, exp) cheap: measured on USPS (d = 256,
+# 2640 vectors), 2**19 entries ran about twice as fast as 2**22.
+DEFAULT_BLOCK_ELEMENTS = 2**19
+MIN_BLOCK_ROWS = 16
 
 _REGISTRY: dict[str, type] = {}
 
@@ -63,7 +66,7 @@ def _register(cls):
 def _rows_per_block(n_cols, block_size):
     if block_size is not None:
         return check_scalar(block_size, "block_size", "Kernel", kind="int", lower=1)
-    return max(1, DEFAULT_BLOCK_ELEMENTS // max(int(n_cols), 1))
+    return max(MIN_BLOCK_ROWS, DEFAULT_BLOCK_ELEMENTS // max(int(n_cols), 1))
 
 
 class Kernel:
@@ -132,13 +135,14 @@ class Kernel:
             ``None`` means ``Y = X``.
         block_size : int, default=None
             Rows of ``X`` processed at once; by default chosen so that one block
-            holds at most ``2**22`` entries.
+            holds about ``2**19`` entries.
 
         Returns
         -------
         K : ndarray of shape (n_samples_X, n_samples_Y)
             float32 if both inputs are float32, else float64.
         """
+        symmetric = Y is None
         X, Y, dtype = self._prepare(X, Y)
         K = np.empty((X.shape[0], Y.shape[0]), dtype=dtype)
         y_sq = self._sqnorms(Y)
@@ -146,6 +150,9 @@ class Kernel:
         for start in range(0, X.shape[0], step):
             Xb = X[start:start + step]
             K[start:start + step] = self._block(Xb, Y, self._sqnorms(Xb), y_sq)
+        if symmetric and self.is_radial:
+            # GEMM-based distances lose ~eps*||x||^2 on the diagonal; it is exactly k(0).
+            np.fill_diagonal(K, self.profile(np.zeros(1))[0])
         return K
 
     def mmv(self, X, Y, C, *, block_size=None, Y_sqnorms=None):
