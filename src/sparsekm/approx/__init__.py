@@ -1,3 +1,5 @@
 """Approximations of the training set (greedy basis) and randomized kernels."""
 
-__all__: list[str] = []
+from .greedy import GreedyBasis, greedy_basis, pivoted_cholesky
+
+__all__: list[str] = ["GreedyBasis", "greedy_basis", "pivoted_cholesky"]

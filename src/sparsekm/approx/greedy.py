@@ -1,0 +1,372 @@
+"""Greedy selection of basis vectors: training-set approximation (Franc & Hlaváč).
+
+The mapped training set ``Phi(X)`` is represented in the span of ``m`` selected
+training points ``X_r`` (section 2 of *Training set approximation for kernel
+methods*). Every point gets coordinates ``gamma(x) = R^{-T} k_r(x)`` in an
+orthonormal basis of ``span Phi(X_r)`` (eq. 3, ``K_r = R^T R``), so that
+``k'(x_i, x_j) = gamma_i^T gamma_j`` approximates the kernel and a linear method on
+``Gamma`` is a kernel method on the approximated training set.
+
+Algorithm 1 adds, one at a time, the point with the largest residual
+
+    se(x) = k(x, x) - 2 k_r(x)^T beta + beta^T K_r beta = k(x, x) - ||gamma(x)||^2,
+
+which is exactly the pivot rule of a *pivoted incomplete Cholesky* factorisation
+of the Gram matrix. We implement it that way: adding pivot ``p`` costs one kernel
+column ``k(X, x_p)`` and one matrix-vector product with the current factor,
+
+    l_new = (k(X, x_p) - L L[p]^T) / sqrt(se(x_p)),     se <- se - l_new^2,
+
+so selecting ``m`` points takes O(n m^2) time and O(n m) memory, never the n x n
+Gram matrix and never the O(n m^3) re-inversions of the paper (see
+``/work/shared/DESIGN-NOTES.md``, "Greedy basis = pivoted Cholesky").
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.linalg import solve_triangular
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted
+
+from ..kernels import Kernel, resolve_kernel
+from ..persistence import register
+from ..utils.validation import check_array, check_same_features, check_scalar
+
+__all__ = ["GreedyBasis", "greedy_basis", "pivoted_cholesky"]
+
+_INITS = ("random", "max-diag")
+
+
+def _numerical_floor(diag, n):
+    """Residuals below this are rounding noise: the point is already in the span."""
+    scale = float(np.max(diag)) if diag.size else 0.0
+    return 10.0 * n * np.finfo(diag.dtype).eps * max(scale, np.finfo(diag.dtype).tiny)
+
+
+def pivoted_cholesky(X, kernel, n_new, *, tol=0.0, first=None, factor=None, residuals=None,
+                     callback=None):
+    """Greedy pivoted incomplete Cholesky of the Gram matrix of ``X`` (Algorithm 1).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        Points to approximate (already validated).
+    kernel : Kernel
+    n_new : int
+        Maximum number of pivots to add.
+    tol : float, default=0.0
+        Stop as soon as ``max se(x) < tol`` (the paper's epsilon).
+    first : int or None
+        Index of the first pivot; ``None`` takes the largest residual.
+    factor : ndarray of shape (m0, n_samples), optional
+        Coordinates ``gamma`` of ``X`` in an existing basis of ``m0`` vectors (one
+        row per basis vector); the factorisation continues from it (online mode).
+    residuals : ndarray of shape (n_samples,), optional
+        ``se(x)`` for the existing basis (``k(x, x)`` when there is none).
+    callback : callable, optional
+        Called as ``callback(j)`` after every pivot (progress bars).
+
+    Returns
+    -------
+    pivots : ndarray of shape (n_selected,) of int
+        Indices into ``X`` of the new basis vectors, in order of selection.
+    factor : ndarray of shape (m0 + n_selected, n_samples)
+        ``L^T``: row ``j`` is the ``j``-th coordinate of every point, so that
+        ``factor.T @ factor`` approximates ``K(X, X)``; ``factor[:, pivots].T``
+        is lower triangular (the Cholesky factor of ``K_r`` for the new pivots).
+    residuals : ndarray of shape (n_samples,)
+        ``se(x)`` after the selection (>= 0, exactly 0 at the pivots).
+    n_kernel_evaluations : int
+        Kernel values computed (one column of ``n_samples`` values per pivot).
+    """
+    n = X.shape[0]
+    dtype = X.dtype
+    m0 = 0 if factor is None else factor.shape[0]
+    se = (kernel.diag(X) if residuals is None else residuals).astype(dtype, copy=True)
+    floor = _numerical_floor(se if residuals is None else kernel.diag(X), n)
+    n_new = int(min(n_new, n))
+    L = np.empty((m0 + n_new, n), dtype=dtype)
+    if m0:
+        L[:m0] = factor
+    x_sq = kernel._sqnorms(X)
+    pivots = []
+    for j in range(m0, m0 + n_new):
+        p = int(np.argmax(se)) if (first is None or pivots) else int(first)
+        se_p = float(se[p])
+        if se_p < tol or se_p <= floor:
+            break
+        col = kernel._block(X, X[p:p + 1], x_sq, None if x_sq is None else x_sq[p:p + 1])[:, 0]
+        if j:
+            col -= L[:j, p] @ L[:j]
+        col /= np.sqrt(se_p)
+        L[j] = col
+        se -= col * col
+        se[p] = 0.0
+        np.maximum(se, 0.0, out=se)
+        pivots.append(p)
+        if callback is not None:
+            callback(len(pivots))
+    m = m0 + len(pivots)
+    return np.asarray(pivots, dtype=np.intp), L[:m], se, n * len(pivots)
+
+
+def greedy_basis(X, kernel, n_basis, *, tol=1e-3, init="random", random_state=None):
+    """Functional form of :class:`GreedyBasis` (Algorithm 1 of Franc & Hlaváč).
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+    kernel : Kernel
+    n_basis : int
+        Maximum number of basis vectors ``m``.
+    tol : float, default=1e-3
+        The paper's epsilon: stop once ``se(x) < tol`` for every training point.
+    init : {"random", "max-diag"}
+        First basis vector: a random point (the paper's step 1) or the point with
+        the largest ``k(x, x)``.
+    random_state : int, RandomState instance or None
+
+    Returns
+    -------
+    indices : ndarray of shape (m,)
+    Gamma : ndarray of shape (n_samples, m)
+        Coordinates ``gamma_i`` of eq. 3 (``Gamma @ Gamma.T`` approximates ``K``).
+    residuals : ndarray of shape (n_samples,)
+        ``se(x_i)``.
+    """
+    X = _check_X(X)
+    if not isinstance(kernel, Kernel):
+        raise TypeError(f"kernel must be a sparsekm.kernels.Kernel; got {type(kernel).__name__}.")
+    rng = check_random_state(random_state)
+    first = _first_pivot(kernel, X, init, rng)
+    piv, L, se, _ = pivoted_cholesky(X, kernel, n_basis, tol=tol, first=first)
+    return piv, L.T, se
+
+
+def _first_pivot(kernel, X, init, rng):
+    if init == "random":
+        return int(rng.randint(X.shape[0]))
+    if init == "max-diag":
+        return int(np.argmax(kernel.diag(X)))
+    raise ValueError(f"The 'init' parameter of GreedyBasis must be one of {_INITS}. "
+                     f"Got {init!r} instead.")
+
+
+@register
+class GreedyBasis(TransformerMixin, BaseEstimator):
+    """Training-set approximation by greedily selected basis vectors (Algorithm 1).
+
+    Selects ``m <= n_basis`` training points ``X_r`` whose images span a subspace
+    that approximates the mapped training set, and maps any point to its
+    coordinates ``gamma(x) = R^{-T} k_r(x)`` in an orthonormal basis of that
+    subspace (eq. 3), so that ``transform(X) @ transform(Y).T`` approximates
+    ``K(X, Y)``.
+
+    Parameters
+    ----------
+    n_basis : int, default=100
+        Maximum number of basis vectors ``m`` (the paper's memory limit).
+    tol : float, default=1e-3
+        The paper's epsilon: selection stops once ``se(x) < tol`` for every
+        training point. ``0`` selects ``n_basis`` points (or the numerical rank).
+    kernel : Kernel, str or None, default=None
+        ``None`` is an RBF kernel with scikit-learn's ``gamma="scale"``.
+    init : {"random", "max-diag"}, default="random"
+        First basis vector: random (Algorithm 1, step 1) or the largest ``k(x, x)``.
+    random_state : int, RandomState instance or None, default=None
+        Used by ``init="random"``.
+
+    Attributes
+    ----------
+    basis_indices_ : ndarray of shape (m,)
+        Indices of the selected points in the training data (in the stream of all
+        batches for :meth:`partial_fit`), in order of selection.
+    basis_vectors_ : ndarray of shape (m, n_features)
+        The selected points ``X_r``.
+    cholesky_ : ndarray of shape (m, m)
+        Lower-triangular ``L_r = R^T`` with ``K_r = L_r L_r^T``.
+    residuals_ : ndarray of shape (n_samples,)
+        ``se(x_i)`` of every training point after the selection (for
+        :meth:`partial_fit`: of the last batch, when it was processed).
+    mse_ : float
+        Mean of ``se(x)`` over the training points (the paper's mse divided by
+        ``n``; for :meth:`partial_fit` the running mean over all batches, each
+        measured when processed, an upper bound on the current value).
+    n_basis_ : int
+        ``m``, the number of selected vectors (``< n_basis`` when ``tol`` was met).
+    kernel_ : Kernel
+    n_kernel_evaluations_ : int
+        Kernel values computed by the selection (the paper's ker_eval).
+    n_samples_seen_ : int
+    n_features_in_ : int
+
+    Notes
+    -----
+    Implemented as a pivoted incomplete Cholesky factorisation: O(n m^2) time and
+    O(n m) memory. ``se(x) = k(x,x) - ||gamma(x)||^2`` is non-increasing as vectors
+    are added, and ``sum_i se(x_i)`` is the paper's mse (section 3).
+
+    References
+    ----------
+    V. Franc and V. Hlaváč, *Training set approximation for kernel methods*.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsekm.approx import GreedyBasis
+    >>> from sparsekm.kernels import RBF
+    >>> X = np.random.default_rng(0).normal(size=(200, 3))
+    >>> gb = GreedyBasis(n_basis=40, kernel=RBF(0.5), random_state=0).fit(X)
+    >>> Gamma = gb.transform(X)
+    >>> Gamma.shape
+    (200, 40)
+    >>> bool(np.abs(Gamma @ Gamma.T - RBF(0.5)(X)).max() < 0.05)
+    True
+    """
+
+    def __init__(self, n_basis=100, tol=1e-3, kernel=None, init="random", random_state=None):
+        self.n_basis = n_basis
+        self.tol = tol
+        self.kernel = kernel
+        self.init = init
+        self.random_state = random_state
+
+    # -- fitting -------------------------------------------------------------------
+    def _validate_params(self):
+        check_scalar(self.n_basis, "n_basis", "GreedyBasis", kind="int", lower=1)
+        check_scalar(self.tol, "tol", "GreedyBasis", lower=0.0)
+        if self.init not in _INITS:
+            raise ValueError(f"The 'init' parameter of GreedyBasis must be one of {_INITS}. "
+                             f"Got {self.init!r} instead.")
+
+    def fit(self, X, y=None):
+        """Select the basis vectors on ``X`` (Algorithm 1)."""
+        self._fit(X)
+        return self
+
+    def fit_transform(self, X, y=None):
+        """Fit and return ``Gamma`` of the training points (no extra kernel evaluations)."""
+        L = self._fit(X)
+        return np.ascontiguousarray(L.T)
+
+    def _fit(self, X):
+        self._validate_params()
+        X = _check_X(X)
+        self.kernel_ = _checked_kernel(self.kernel, X)
+        rng = check_random_state(self.random_state)
+        first = _first_pivot(self.kernel_, X, self.init, rng)
+        piv, L, se, n_eval = pivoted_cholesky(X, self.kernel_, self.n_basis, tol=self.tol,
+                                              first=first)
+        self.n_features_in_ = X.shape[1]
+        self.n_samples_seen_ = X.shape[0]
+        self.basis_indices_ = piv
+        self.basis_vectors_ = X[piv].copy()
+        self.cholesky_ = np.ascontiguousarray(L[:, piv].T)
+        self.residuals_ = se
+        self.mse_ = float(se.mean())
+        self.n_basis_ = len(piv)
+        self.n_kernel_evaluations_ = int(X.shape[0] + n_eval)
+        return L
+
+    def partial_fit(self, X, y=None):
+        """Process one batch of a stream (on-line Algorithm 1).
+
+        The batch's residuals are computed against the current basis; then its
+        points with the largest residuals are added, greedily, while some residual
+        is at least ``tol`` and fewer than ``n_basis`` vectors are selected. Memory
+        stays O(batch_size * m); earlier batches are never revisited, so once the
+        budget ``n_basis`` is spent later batches only get measured.
+        """
+        if not hasattr(self, "basis_vectors_"):
+            self._validate_params()
+            X = _check_X(X)
+            self._fit(X)
+            return self
+        X = _check_X(X)
+        check_same_features(X, self.n_features_in_, owner="GreedyBasis")
+        X = X.astype(self.basis_vectors_.dtype, copy=False)
+        m0 = self.n_basis_
+        G0 = self._coordinates(X).T  # (m0, n_batch)
+        se0 = self.kernel_.diag(X) - np.einsum("ij,ij->j", G0, G0)
+        np.maximum(se0, 0.0, out=se0)
+        budget = max(int(self.n_basis) - m0, 0)
+        piv, L, se, n_eval = pivoted_cholesky(X, self.kernel_, budget, tol=self.tol,
+                                              factor=G0, residuals=se0)
+        if len(piv):
+            m = m0 + len(piv)
+            chol = np.zeros((m, m), dtype=self.cholesky_.dtype)
+            chol[:m0, :m0] = self.cholesky_
+            chol[m0:, :] = L[:, piv].T
+            self.cholesky_ = chol
+            self.basis_vectors_ = np.vstack([self.basis_vectors_, X[piv]])
+            self.basis_indices_ = np.concatenate([self.basis_indices_,
+                                                  piv + self.n_samples_seen_])
+            self.n_basis_ = m
+        self.residuals_ = se
+        total = self.mse_ * self.n_samples_seen_ + float(se.sum())
+        self.n_samples_seen_ += X.shape[0]
+        self.mse_ = total / self.n_samples_seen_
+        self.n_kernel_evaluations_ += int(X.shape[0] * (m0 + 1) + n_eval)
+        return self
+
+    # -- using the basis ---------------------------------------------------------------
+    def _coordinates(self, X):
+        if self.n_basis_ == 0:
+            return np.zeros((X.shape[0], 0), dtype=X.dtype)
+        Kxr = self.kernel_(X, self.basis_vectors_)
+        return solve_triangular(self.cholesky_, Kxr.T, lower=True, check_finite=False).T
+
+    def transform(self, X):
+        """Coordinates ``Gamma`` (eq. 3): ``gamma(x) = R^{-T} k_r(x)``; shape (n_samples, m)."""
+        check_is_fitted(self, "basis_vectors_")
+        X = _check_X(X)
+        check_same_features(X, self.n_features_in_, owner="GreedyBasis")
+        return self._coordinates(X)
+
+    def approximation_error(self, X):
+        """Residual ``se(x) = ||Phi(x) - Phi(x)'||^2`` of each row of ``X`` (section 3)."""
+        G = self.transform(X)
+        se = self.kernel_.diag(_check_X(X)) - np.einsum("ij,ij->i", G, G)
+        return np.maximum(se, 0.0)
+
+    def coefficients(self, X):
+        """``beta(x) = K_r^{-1} k_r(x)`` of eq. 2, shape (n_samples, m)."""
+        G = self.transform(X)
+        return solve_triangular(self.cholesky_.T, G.T, lower=False, check_finite=False).T
+
+    def get_feature_names_out(self, input_features=None):
+        check_is_fitted(self, "basis_vectors_")
+        return np.asarray([f"greedybasis{i}" for i in range(self.n_basis_)], dtype=object)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        return tags
+
+
+def _check_X(X, name="X"):
+    """``check_array`` with scikit-learn's wording for complex and feature-less input."""
+    if not (hasattr(X, "toarray") and hasattr(X, "nnz")):
+        X = np.asarray(X)
+        if X.dtype.kind == "c":
+            raise ValueError(f"Complex data not supported: {name} holds complex numbers.")
+        if X.dtype == object:
+            X = X.astype(np.float64)  # numbers stored as objects
+        if X.ndim == 1:
+            raise ValueError(f"{name} must be a 2-D array (n_samples, n_features); got shape "
+                             f"{X.shape}. Reshape your data with X.reshape(-1, 1) for a single "
+                             f"feature or X.reshape(1, -1) for a single sample.")
+        if X.ndim == 2 and X.shape[1] == 0:
+            raise ValueError(f"Found array with 0 feature(s) (shape={X.shape}) while a minimum "
+                             f"of 1 is required by {name}.")
+    return check_array(X, name)
+
+
+def _checked_kernel(kernel, X, owner="GreedyBasis"):
+    kernel = resolve_kernel(kernel, X, owner=owner)
+    if not kernel.is_psd:
+        raise ValueError(f"{owner} needs a positive semi-definite kernel (the Cholesky "
+                         f"factorisation of K_r); {kernel!r} is not.")
+    return kernel
