@@ -1,3 +1,29 @@
 """Approximations of the training set (greedy basis) and randomized kernels."""
 
-__all__: list[str] = []
+from .randomized import (
+    ProjectedKernel,
+    QuantizedGram,
+    RandomProjection,
+    gram_error_norm,
+    orthogonal_iteration,
+    quantize_gram,
+    randomized_rounding,
+    sparsify_gram,
+    sparsify_quantize_gram,
+    theorem5_s,
+    theorem6_s,
+)
+
+__all__: list[str] = [
+    "ProjectedKernel",
+    "QuantizedGram",
+    "RandomProjection",
+    "gram_error_norm",
+    "orthogonal_iteration",
+    "quantize_gram",
+    "randomized_rounding",
+    "sparsify_gram",
+    "sparsify_quantize_gram",
+    "theorem5_s",
+    "theorem6_s",
+]
