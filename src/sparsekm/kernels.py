@@ -47,6 +47,7 @@ __all__ = [
     "Linear",
     "resolve_kernel",
     "kernel_from_dict",
+    "register_kernel",
 ]
 
 # Entries of one kernel block (float64: 4 MiB). Blocks that stay in cache keep the
@@ -61,6 +62,18 @@ _REGISTRY: dict[str, type] = {}
 def _register(cls):
     _REGISTRY[cls.__name__] = cls
     return cls
+
+
+def register_kernel(cls):
+    """Class decorator: let :func:`kernel_from_dict` (and so ``sparsekm.load``) rebuild ``cls``.
+
+    A registered kernel whose parameters are not plain JSON values (a wrapped
+    kernel, an array) overrides :meth:`Kernel.to_dict` and provides a classmethod
+    ``_from_dict_params(params)`` that inverts it.
+    """
+    if not (isinstance(cls, type) and issubclass(cls, Kernel)):
+        raise TypeError(f"register_kernel expects a Kernel subclass; got {cls!r}.")
+    return _register(cls)
 
 
 def _rows_per_block(n_cols, block_size):
@@ -531,10 +544,18 @@ def kernel_from_dict(spec):
         raise ValueError(f"Invalid kernel description: {spec!r}.")
     cls = _REGISTRY.get(spec["name"])
     if cls is None:
+        # Kernels defined outside this module register when their module is imported.
+        import importlib
+
+        importlib.import_module("sparsekm.approx")
+        cls = _REGISTRY.get(spec["name"])
+    if cls is None:
         raise ValueError(f"Unknown kernel {spec['name']!r}; known: {sorted(_REGISTRY)}.")
     if not isinstance(spec["params"], dict):
         raise ValueError(f"Invalid kernel parameters: {spec['params']!r}.")
     try:
+        if hasattr(cls, "_from_dict_params"):
+            return cls._from_dict_params(spec["params"])
         return cls(**spec["params"])
     except TypeError as exc:
         raise ValueError(f"Invalid parameters for kernel {spec['name']}: {exc}") from None

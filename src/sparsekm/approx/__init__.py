@@ -1,5 +1,33 @@
 """Approximations of the training set (greedy basis) and randomized kernels."""
 
 from .greedy import GreedyBasis, greedy_basis, pivoted_cholesky
+from .randomized import (
+    ProjectedKernel,
+    QuantizedGram,
+    RandomProjection,
+    gram_error_norm,
+    orthogonal_iteration,
+    quantize_gram,
+    randomized_rounding,
+    sparsify_gram,
+    sparsify_quantize_gram,
+    theorem5_s,
+    theorem6_s,
+)
 
-__all__: list[str] = ["GreedyBasis", "greedy_basis", "pivoted_cholesky"]
+__all__: list[str] = [
+    "GreedyBasis",
+    "greedy_basis",
+    "pivoted_cholesky",
+    "ProjectedKernel",
+    "QuantizedGram",
+    "RandomProjection",
+    "gram_error_norm",
+    "orthogonal_iteration",
+    "quantize_gram",
+    "randomized_rounding",
+    "sparsify_gram",
+    "sparsify_quantize_gram",
+    "theorem5_s",
+    "theorem6_s",
+]

@@ -1,0 +1,242 @@
+"""Kernel PCA on a sampled and/or quantized Gram matrix (Achlioptas et al., sections 2-3)."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse
+import scipy.sparse.linalg
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ..approx.randomized import (
+    _as_generator,
+    _fix_signs,
+    orthogonal_iteration,
+    quantize_gram,
+    sparsify_gram,
+    sparsify_quantize_gram,
+)
+from ..expansion import KernelExpansion
+from ..kernels import resolve_kernel
+from ..persistence import register
+from ..utils.validation import check_scalar
+
+__all__ = ["RandomizedKernelPCA"]
+
+_SAMPLINGS = ("none", "sparsify", "quantize", "both")
+_SOLVERS = ("orthogonal-iteration", "lanczos")
+
+
+@register
+class RandomizedKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+    """Kernel PCA whose eigenvectors come from a randomized Gram matrix ``K_hat``.
+
+    The Gram matrix is replaced by an unbiased random matrix (``E[K_hat] = K``,
+    section 3 of Achlioptas, McSherry & Schölkopf): sparsified (each entry kept
+    with probability ``1/s`` and scaled by ``s``; only kept entries are computed),
+    1-bit quantized (``+-b``), or both. The ``l`` leading eigenpairs
+    ``(lambda_n, alpha^n)`` of ``K_hat`` are found by orthogonal iteration (section
+    2) or Lanczos (``scipy.sparse.linalg.eigsh``), and the features are those of
+    section 2,
+
+        f_n(x) = lambda_n^{-1/2} sum_i alpha_i^n k(x_i, x),
+
+    evaluated with the *exact* kernel. As in the paper, ``K`` is not centred.
+    Theorems 2-4 bound how far these features are from the exact ones in terms of
+    ``||K_hat - K||`` and the eigenvalue gaps (see
+    :mod:`sparsekm.approx.randomized`).
+
+    Parameters
+    ----------
+    n_components : int, default=2
+        ``l``, the number of features.
+    kernel : Kernel, str or None, default=None
+        ``None`` is an RBF kernel with scikit-learn's ``gamma="scale"``.
+    sampling : {"none", "sparsify", "quantize", "both"}, default="none"
+        How ``K`` is simplified; ``"none"`` is exact (uncentred) kernel PCA.
+    s : float >= 1, default=10.0
+        Sampling parameter for "sparsify" and "both" (about ``m^2/s`` entries kept).
+    solver : {"orthogonal-iteration", "lanczos"}, default="orthogonal-iteration"
+    max_iter : int, default=1000
+        Iterations of orthogonal iteration (Lanczos: ``eigsh``'s ``maxiter``).
+    tol : float, default=1e-7
+        Relative residual tolerance of the eigenpairs.
+    n_oversamples : int, default=0
+        Extra columns for orthogonal iteration (``0`` is the paper's algorithm).
+    block_size : int, optional
+        Rows per block when building ``K_hat``.
+    random_state : None, int or RandomState
+        Seeds the sampling and the solver's start.
+
+    Attributes
+    ----------
+    eigenvalues_ : ndarray of shape (n_components,)
+        Leading eigenvalues of ``K_hat`` (decreasing).
+    eigenvectors_ : ndarray of shape (n_samples, n_components)
+        Unit eigenvectors ``alpha^n`` (columns).
+    expansion_ : KernelExpansion
+        The feature extractors as one multi-output expansion: vectors are the
+        training points, ``coef[:, n] = alpha^n / sqrt(lambda_n)``.
+    kernel_ : Kernel
+    n_iter_ : int
+        Solver iterations (orthogonal iteration) or matrix products (Lanczos).
+    gram_nbytes_ : int
+        Bytes held by ``K_hat`` (dense float64, CSR arrays, or packed bits).
+    gram_density_ : float
+        Fraction of stored non-zero entries of ``K_hat`` (1 unless sparsified).
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsekm.models import RandomizedKernelPCA
+    >>> X = np.random.default_rng(0).normal(size=(300, 4))
+    >>> kpca = RandomizedKernelPCA(n_components=3, sampling="sparsify", s=4,
+    ...                            random_state=0).fit(X)
+    >>> kpca.transform(X[:2]).shape
+    (2, 3)
+    """
+
+    def __init__(self, n_components=2, *, kernel=None, sampling="none", s=10.0,
+                 solver="orthogonal-iteration", max_iter=1000, tol=1e-7, n_oversamples=0,
+                 block_size=None, random_state=None):
+        self.n_components = n_components
+        self.kernel = kernel
+        self.sampling = sampling
+        self.s = s
+        self.solver = solver
+        self.max_iter = max_iter
+        self.tol = tol
+        self.n_oversamples = n_oversamples
+        self.block_size = block_size
+        self.random_state = random_state
+
+    def _check_params(self, n_samples):
+        owner = type(self).__name__
+        if self.sampling not in _SAMPLINGS:
+            raise ValueError(f"The 'sampling' parameter of {owner} must be one of "
+                             f"{list(_SAMPLINGS)}. Got {self.sampling!r} instead.")
+        if self.solver not in _SOLVERS:
+            raise ValueError(f"The 'solver' parameter of {owner} must be one of "
+                             f"{list(_SOLVERS)}. Got {self.solver!r} instead.")
+        ell = check_scalar(self.n_components, "n_components", owner, kind="int", lower=1)
+        if ell > n_samples:
+            raise ValueError(f"n_components={ell} must be <= the number of training samples "
+                             f"(n_samples = {n_samples}).")
+        if self.sampling in ("sparsify", "both"):
+            if isinstance(self.s, (int, float)) and not isinstance(self.s, bool) and self.s < 1:
+                raise ValueError(f"The 's' parameter of {owner} must be a float >= 1 (entries "
+                                 f"are kept with probability 1/s). Got {self.s!r} instead.")
+            check_scalar(self.s, "s", owner, lower=1)
+        check_scalar(self.max_iter, "max_iter", owner, kind="int", lower=1)
+        check_scalar(self.tol, "tol", owner, lower=0, lower_inclusive=False)
+        check_scalar(self.n_oversamples, "n_oversamples", owner, kind="int", lower=0)
+        return ell
+
+    def _gram(self, X, kernel, rng):
+        if self.sampling == "none":
+            return kernel(X, block_size=self.block_size)
+        if self.sampling == "sparsify":
+            return sparsify_gram(X, kernel, self.s, random_state=rng, block_size=self.block_size)
+        if self.sampling == "quantize":
+            return quantize_gram(X, kernel, random_state=rng, block_size=self.block_size)
+        return sparsify_quantize_gram(X, kernel, self.s, random_state=rng,
+                                      block_size=self.block_size)
+
+    def fit(self, X, y=None):
+        """Build ``K_hat`` from ``X`` and compute its leading eigenpairs.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        X = validate_data(self, X, dtype=[np.float64, np.float32])
+        ell = self._check_params(X.shape[0])
+        kernel = resolve_kernel(self.kernel, X, owner=type(self).__name__)
+        rng = _as_generator(check_random_state(self.random_state))
+        A = self._gram(X, kernel, rng)
+        lam, alpha, n_iter = self._solve(A, ell, rng)
+        positive = lam > np.finfo(np.float64).eps * max(float(np.max(np.abs(lam))), 1e-300) \
+            * X.shape[0]
+        if not positive.all():
+            raise ValueError(
+                f"Only {int(positive.sum())} of the {ell} leading eigenvalues of the "
+                f"{'sampled ' if self.sampling != 'none' else ''}Gram matrix are positive "
+                f"(eigenvalues {lam.tolist()}); f_n(x) = lambda_n^(-1/2) ... needs lambda_n > 0. "
+                "Reduce n_components (or s)."
+            )
+        if scipy.sparse.issparse(A):
+            self.gram_nbytes_ = int(A.data.nbytes + A.indices.nbytes + A.indptr.nbytes)
+            self.gram_density_ = float(A.nnz) / float(X.shape[0]) ** 2
+        elif isinstance(A, np.ndarray):
+            self.gram_nbytes_, self.gram_density_ = int(A.nbytes), 1.0
+        else:
+            self.gram_nbytes_, self.gram_density_ = int(A.nbytes), 1.0
+        self.kernel_ = kernel
+        self.eigenvalues_ = lam
+        self.eigenvectors_ = alpha
+        self.expansion_ = KernelExpansion(X, alpha / np.sqrt(lam), kernel)
+        self.n_iter_ = int(n_iter)
+        self._n_features_out = ell
+        return self
+
+    def _solve(self, A, ell, rng):
+        m = A.shape[0]
+        if self.solver == "orthogonal-iteration":
+            lam, V, n_iter, _ = orthogonal_iteration(
+                A, ell, max_iter=self.max_iter, tol=self.tol, n_oversamples=self.n_oversamples,
+                random_state=rng)
+            return lam, V, n_iter
+        if ell >= m - 1:  # eigsh needs k < m - 1 for symmetric problems; tiny problems
+            dense = A if isinstance(A, np.ndarray) else (
+                A.toarray() if hasattr(A, "toarray") else A @ np.eye(m))
+            w, V = np.linalg.eigh(np.asarray(dense, dtype=np.float64))
+            order = np.argsort(w)[::-1][:ell]
+            return w[order], _fix_signs(V[:, order]), 1
+        counter = {"n": 0}
+        op = scipy.sparse.linalg.aslinearoperator(A)
+
+        def matvec(v):
+            counter["n"] += 1
+            return op @ v
+
+        wrapped = scipy.sparse.linalg.LinearOperator(A.shape, matvec=matvec, dtype=np.float64)
+        v0 = rng.standard_normal(m)
+        w, V = scipy.sparse.linalg.eigsh(wrapped, k=ell, which="LA", tol=self.tol, v0=v0,
+                                         maxiter=self.max_iter * m)
+        order = np.argsort(w)[::-1]
+        return w[order], _fix_signs(V[:, order]), counter["n"]
+
+    def transform(self, X):
+        """Features ``f_n(x) = lambda_n^{-1/2} sum_i alpha_i^n k(x_i, x)``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_components)
+        """
+        check_is_fitted(self, "expansion_")
+        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
+        return self.expansion_.decision_function(X)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags.preserves_dtype = ["float64"]
+        return tags
+
+    def _persist_state(self):
+        return {k: v for k, v in vars(self).items()
+                if (k.endswith("_") and not k.startswith("__")) or k == "_n_features_out"}
+
+    def _restore_state(self, state):
+        for k, v in state.items():
+            setattr(self, k, v)
