@@ -218,10 +218,10 @@ class GreedyBasis(TransformerMixin, BaseEstimator):
     >>> from sparsekm.approx import GreedyBasis
     >>> from sparsekm.kernels import RBF
     >>> X = np.random.default_rng(0).normal(size=(200, 3))
-    >>> gb = GreedyBasis(n_basis=40, kernel=RBF(0.5), random_state=0).fit(X)
+    >>> gb = GreedyBasis(n_basis=80, kernel=RBF(0.5), random_state=0).fit(X)
     >>> Gamma = gb.transform(X)
     >>> Gamma.shape
-    (200, 40)
+    (200, 80)
     >>> bool(np.abs(Gamma @ Gamma.T - RBF(0.5)(X)).max() < 0.05)
     True
     """
