@@ -156,6 +156,8 @@ def _read_array(zf, name, spec, path):
         raise FormatError(f"{path}: array {name!r} is missing from the archive.") from None
     if info.compress_type != zipfile.ZIP_STORED:
         raise FormatError(f"{path}: array {name!r} is compressed; sparsekm files never are.")
+    if info.file_size > os.path.getsize(path):
+        raise FormatError(f"{path}: array {name!r} claims to be larger than the whole file.")
     try:
         dtype = np.dtype(spec["dtype"])
         shape = tuple(int(s) for s in spec["shape"])
@@ -276,12 +278,14 @@ def load(path):
         raise FileNotFoundError(f"No such file: {path!r}.")
     try:
         zf = zipfile.ZipFile(path, "r")
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+    except IsADirectoryError:
+        raise FormatError(f"{path} is a directory, not a sparsekm file.") from None
+    except Exception as exc:  # BadZipFile, EOFError, NotImplementedError (bad version), ...
         raise FormatError(f"{path} is not a sparsekm file (not a valid archive: {exc}).") from None
     with zf:
         try:
             info = zf.getinfo(_META)
-            if info.file_size > _MAX_META_BYTES:
+            if info.file_size > min(_MAX_META_BYTES, os.path.getsize(path)):
                 raise FormatError(f"{path}: metadata too large ({info.file_size} bytes).")
             meta = json.loads(zf.read(info).decode("utf-8"))
         except FormatError:
@@ -305,5 +309,7 @@ def load(path):
             return _Decoder(zf, specs, path).decode(meta.get("object"))
         except FormatError:
             raise
-        except (TypeError, ValueError, KeyError, AttributeError) as exc:
-            raise FormatError(f"{path}: invalid content ({exc}).") from None
+        except RecursionError:
+            raise FormatError(f"{path}: object tree nested too deeply.") from None
+        except Exception as exc:  # any other failure while rebuilding means bad content
+            raise FormatError(f"{path}: invalid content ({type(exc).__name__}: {exc}).") from None
