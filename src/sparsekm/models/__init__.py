@@ -4,4 +4,7 @@ Every estimator listed in ``__all__`` is checked with
 ``sklearn.utils.estimator_checks.parametrize_with_checks`` in ``tests/test_common.py``.
 """
 
-__all__: list[str] = []
+from .approx_svm import ApproxSVC
+from .kfd import ApproxKFD, KernelFisherDiscriminant
+
+__all__: list[str] = ["ApproxSVC", "ApproxKFD", "KernelFisherDiscriminant"]
