@@ -205,3 +205,16 @@ def test_bad_inputs(rng):
         gb.partial_fit(rng.normal(size=(4, 3)))
     with pytest.raises(TypeError, match="'kernel' parameter of GreedyBasis"):
         GreedyBasis(kernel=3).fit(X)
+
+
+def test_blocked_lookahead_selects_the_same_pivots(rng):
+    from sparsekm.approx import pivoted_cholesky
+
+    X = _clusters(1500, 3, rng)
+    k = RBF(0.5)
+    plain = pivoted_cholesky(X, k, 120, lookahead=0, first=7)
+    blocked = pivoted_cholesky(X, k, 120, lookahead=8, first=7)
+    np.testing.assert_array_equal(blocked[0], plain[0])
+    np.testing.assert_allclose(blocked[1], plain[1], atol=1e-12)
+    np.testing.assert_allclose(blocked[2], plain[2], atol=1e-12)
+    assert blocked[3] == plain[3] == 1500 * 120

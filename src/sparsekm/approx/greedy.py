@@ -46,7 +46,7 @@ def _numerical_floor(diag, n):
 
 
 def pivoted_cholesky(X, kernel, n_new, *, tol=0.0, first=None, factor=None, residuals=None,
-                     callback=None):
+                     lookahead=None, callback=None):
     """Greedy pivoted incomplete Cholesky of the Gram matrix of ``X`` (Algorithm 1).
 
     Parameters
@@ -65,6 +65,14 @@ def pivoted_cholesky(X, kernel, n_new, *, tol=0.0, first=None, factor=None, resi
         row per basis vector); the factorisation continues from it (online mode).
     residuals : ndarray of shape (n_samples,), optional
         ``se(x)`` for the existing basis (``k(x, x)`` when there is none).
+    lookahead : int or None, default=None
+        Pivots per block of the blocked variant (0: plain left-looking update).
+        At the start of each block the projections of the ``2 * lookahead``
+        points with the largest residuals on the current basis are computed in one
+        matrix-matrix product, so that a pivot among them costs only a product with
+        the block's own rows. The pivots chosen are exactly the same (the greedy
+        argmax is always taken over all residuals); a pivot outside the candidates
+        falls back to the plain update. ``None`` uses 64 for large problems.
     callback : callable, optional
         Called as ``callback(j)`` after every pivot (progress bars).
 
@@ -91,14 +99,29 @@ def pivoted_cholesky(X, kernel, n_new, *, tol=0.0, first=None, factor=None, resi
     if m0:
         L[:m0] = factor
     x_sq = kernel._sqnorms(X)
+    if lookahead is None:
+        lookahead = 64 if n * (m0 + n_new) >= 2**22 else 0
     pivots = []
+    block_start = m0
+    cand_pos = {}
+    cand_proj = None
     for j in range(m0, m0 + n_new):
         p = int(np.argmax(se)) if (first is None or pivots) else int(first)
         se_p = float(se[p])
         if se_p < tol or se_p <= floor:
             break
+        if lookahead and j - block_start >= lookahead:
+            block_start = j
+            cand_pos, cand_proj = _candidate_projections(L[:j], se, 2 * lookahead)
         col = kernel._block(X, X[p:p + 1], x_sq, None if x_sq is None else x_sq[p:p + 1])[:, 0]
-        if j:
+        t = cand_pos.get(p)
+        if t is not None:
+            # Projection on the basis before this block was computed for the whole
+            # block of candidates in one GEMM; only this block's rows remain.
+            col -= cand_proj[t]
+            if j > block_start:
+                col -= L[block_start:j, p] @ L[block_start:j]
+        elif j:
             col -= L[:j, p] @ L[:j]
         col /= np.sqrt(se_p)
         L[j] = col
@@ -110,6 +133,14 @@ def pivoted_cholesky(X, kernel, n_new, *, tol=0.0, first=None, factor=None, resi
             callback(len(pivots))
     m = m0 + len(pivots)
     return np.asarray(pivots, dtype=np.intp), L[:m], se, n * len(pivots)
+
+
+def _candidate_projections(L, se, n_candidates):
+    """``L[:, P].T @ L`` for the ``n_candidates`` largest residuals ``P`` (one GEMM)."""
+    n_candidates = min(n_candidates, se.shape[0])
+    P = np.argpartition(se, se.shape[0] - n_candidates)[-n_candidates:]
+    proj = L[:, P].T @ L
+    return {int(p): t for t, p in enumerate(P)}, proj
 
 
 def greedy_basis(X, kernel, n_basis, *, tol=1e-3, init="random", random_state=None):

@@ -4,6 +4,13 @@ Every estimator listed in ``__all__`` is checked with
 ``sklearn.utils.estimator_checks.parametrize_with_checks`` in ``tests/test_common.py``.
 """
 
+from .approx_svm import ApproxSVC
+from .kfd import ApproxKFD, KernelFisherDiscriminant
 from .randomized_kpca import RandomizedKernelPCA
 
-__all__: list[str] = ["RandomizedKernelPCA"]
+__all__: list[str] = [
+    "ApproxSVC",
+    "ApproxKFD",
+    "KernelFisherDiscriminant",
+    "RandomizedKernelPCA",
+]

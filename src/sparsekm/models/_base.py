@@ -1,0 +1,76 @@
+"""Shared pieces of the training-set-approximation classifiers (Franc & Hlaváč)."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, column_or_1d
+
+from ..approx.greedy import _check_X
+from ..utils.validation import check_same_features
+
+__all__ = ["BinaryExpansionClassifier", "resolve_n_basis", "binary_targets"]
+
+
+def resolve_n_basis(n_basis, n_samples, owner):
+    """``n_basis`` as an int: an int >= 1 or a fraction in (0, 1] of ``n_samples``."""
+    if isinstance(n_basis, numbers.Integral) and not isinstance(n_basis, bool):
+        if n_basis < 1:
+            raise ValueError(f"The 'n_basis' parameter of {owner} must be an int >= 1 or a "
+                             f"float in the range (0, 1]. Got {n_basis!r} instead.")
+        return int(min(n_basis, n_samples))
+    if isinstance(n_basis, numbers.Real) and not isinstance(n_basis, bool) and 0 < n_basis <= 1:
+        return max(1, int(round(n_basis * n_samples)))
+    raise ValueError(f"The 'n_basis' parameter of {owner} must be an int >= 1 or a float in "
+                     f"the range (0, 1]. Got {n_basis!r} instead.")
+
+
+def binary_targets(y, owner, n_samples):
+    """Classes and ±1 labels (``classes_[1]`` is the positive class)."""
+    if y is None:
+        raise ValueError(f"{owner} requires y to be passed, but the target y is None.")
+    y = column_or_1d(y, warn=True)
+    if y.shape[0] != n_samples:
+        raise ValueError(f"y must be 1-D with one label per row of X; got shape {y.shape} for "
+                         f"{n_samples} samples.")
+    check_classification_targets(y)
+    classes, y_idx = np.unique(y, return_inverse=True)
+    if classes.size != 2:
+        raise ValueError(f"Only binary classification is supported by {owner}; y has "
+                         f"{classes.size} class(es) {classes.tolist()[:5]}. Use "
+                         f"sklearn.multiclass.OneVsRestClassifier for more classes.")
+    return classes, np.where(y_idx == 1, 1.0, -1.0)
+
+
+class BinaryExpansionClassifier(ClassifierMixin, BaseEstimator):
+    """Binary classifier whose decision function is the KernelExpansion ``expansion_``."""
+
+    def _check_predict_input(self, X):
+        check_is_fitted(self, "expansion_")
+        X = _check_X(X)
+        check_same_features(X, self.n_features_in_, owner=type(self).__name__)
+        return X
+
+    def decision_function(self, X):
+        """``f(x) = sum_j coef_j k(x, z_j) + intercept``; positive means ``classes_[1]``."""
+        X = self._check_predict_input(X)
+        return self.expansion_.decision_function(X)
+
+    def predict(self, X):
+        """Class labels ``classes_[f(x) > 0]``."""
+        positive = self.decision_function(X) > 0
+        return self.classes_[positive.astype(int)]
+
+    @property
+    def n_vectors_(self):
+        """Number of kernel evaluations per prediction (terms of ``expansion_``)."""
+        check_is_fitted(self, "expansion_")
+        return self.expansion_.n_terms
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags
