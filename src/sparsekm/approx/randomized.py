@@ -176,7 +176,7 @@ def _pair_evaluator(X, kernel):
     if isinstance(kernel, ProjectedKernel):
         X = kernel.projection.transform(X)
         kernel = kernel.kernel
-    chunk = max(1, _BLOCK_ELEMENTS // (4 * X.shape[1]))
+    chunk = max(64, 2**17 // X.shape[1])  # gathered rows per chunk: 1 MiB (float64)
     if kernel.is_radial or kernel.is_dot_product:
         sq = np.einsum("ij,ij->i", X, X) if kernel.is_radial else None
 
