@@ -68,8 +68,10 @@ class KernelExpansion:
             raise TypeError(
                 f"kernel must be a sparsekm.kernels.Kernel instance; got {type(kernel).__name__}."
             )
-        vectors = check_array(vectors, "vectors", copy=True)
-        coef = check_array(coef, "coef", ndim=None, dtype=vectors.dtype, copy=True)
+        # Zero terms are allowed: Psi = 0 (e.g. after compress() of cancelling terms).
+        vectors = check_array(vectors, "vectors", copy=True, allow_empty=True)
+        coef = check_array(coef, "coef", ndim=None, dtype=vectors.dtype, copy=True,
+                           allow_empty=True)
         if coef.ndim not in (1, 2):
             raise ValueError(f"coef must be 1-D or 2-D; got shape {coef.shape}.")
         if coef.shape[0] != vectors.shape[0]:
@@ -174,6 +176,9 @@ class KernelExpansion:
         X = check_array(X, "X")
         check_same_features(X, self.n_features, "X", "KernelExpansion")
         dtype = self._vectors.dtype if X.dtype == self._vectors.dtype else np.float64
+        if self.n_terms == 0:
+            out = np.zeros((X.shape[0],) + self._coef.shape[1:], dtype=dtype)
+            return out + np.asarray(self._intercept, dtype=dtype)
         V = self._vectors.astype(dtype, copy=False)
         sq = self._vector_sqnorms()
         sq = None if sq is None else sq.astype(dtype, copy=False)
@@ -220,6 +225,13 @@ class KernelExpansion:
         for a single-output side).
         """
         self._check_compatible(other, "take the inner product of")
+        if self.n_terms == 0 or other.n_terms == 0:
+            G = np.zeros((self.n_outputs, other.n_outputs))
+            if not self.is_multioutput:
+                G = G[0]
+            if not other.is_multioutput:
+                G = G[..., 0]
+            return float(G) if np.ndim(G) == 0 else G
         KB = self._kernel.mmv(self._vectors, other._vectors, other._coef2d(),
                               block_size=block_size, Y_sqnorms=other._vector_sqnorms())
         G = self._coef2d().T.astype(np.float64) @ KB.astype(np.float64)
@@ -232,6 +244,8 @@ class KernelExpansion:
     def norm2(self, *, block_size=None):
         """Squared feature-space norm ``||Psi||^2 = coef^T K coef`` (per output)."""
         A = self._coef2d()
+        if self.n_terms == 0:
+            return 0.0 if not self.is_multioutput else np.zeros(self.n_outputs)
         KA = self._kernel.mmv(self._vectors, self._vectors, A, block_size=block_size,
                               Y_sqnorms=self._vector_sqnorms())
         n2 = np.einsum("ij,ij->j", A.astype(np.float64), KA.astype(np.float64))
@@ -241,11 +255,12 @@ class KernelExpansion:
         """Squared feature-space distance ``||Psi - Psi'||^2`` through the kernel only.
 
         Computed as the norm of the concatenated expansion ``Psi - Psi'`` (eq. 6 of
-        the fixed-point paper), per output. Tiny negative values from rounding are
-        clipped to 0.
+        the fixed-point paper), per output. Identical vectors are merged first, so
+        terms shared by both expansions cancel exactly (``psi.distance2(psi) == 0``);
+        tiny negative values from rounding are clipped to 0.
         """
         self._check_compatible(other, "compute the distance between")
-        d2 = (self - other).norm2(block_size=block_size)
+        d2 = (self - other).compress().norm2(block_size=block_size)
         return max(d2, 0.0) if np.ndim(d2) == 0 else np.maximum(d2, 0.0)
 
     # -- arithmetic (concatenating terms) -------------------------------------------
