@@ -59,3 +59,42 @@ def test_runtime_error_is_one_line_exit_1(capsys, monkeypatch):
     assert err.strip() == "sparsekm: error: ValueError: something broke"
     with pytest.raises(ValueError, match="something broke"):
         main(["info", "--debug"])
+
+
+def test_predict_with_saved_expansion(tmp_path, capsys):
+    import numpy as np
+
+    import sparsekm
+    from sparsekm.kernels import RBF
+
+    rng = np.random.default_rng(0)
+    psi = sparsekm.KernelExpansion(rng.normal(size=(5, 3)), rng.normal(size=5), RBF(0.5), 0.25)
+    sparsekm.save(psi, tmp_path / "m.skm")
+    X = rng.normal(size=(4, 3))
+    np.save(tmp_path / "x.npy", X)
+    np.savetxt(tmp_path / "x.csv", X, delimiter=",", header="a,b,c", comments="")
+    assert main(["predict", str(tmp_path / "m.skm"), str(tmp_path / "x.npy"),
+                 "-o", str(tmp_path / "y.npy")]) == 0
+    np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), psi.decision_function(X))
+    capsys.readouterr()
+    assert main(["predict", str(tmp_path / "m.skm"), str(tmp_path / "x.csv")]) == 0
+    out = np.loadtxt(capsys.readouterr().out.splitlines())
+    np.testing.assert_allclose(out, psi.decision_function(X), rtol=1e-9)
+
+
+def test_predict_errors_are_one_line(tmp_path, capsys):
+    import numpy as np
+
+    (tmp_path / "bad.skm").write_bytes(b"not a model")
+    np.save(tmp_path / "x.npy", np.ones((2, 3)))
+    assert main(["predict", str(tmp_path / "bad.skm"), str(tmp_path / "x.npy")]) == 1
+    assert "FormatError" in capsys.readouterr().err
+    import sparsekm
+    from sparsekm.kernels import RBF
+
+    sparsekm.save(sparsekm.KernelExpansion(np.ones((1, 2)), [1.0], RBF()), tmp_path / "m.skm")
+    assert main(["predict", str(tmp_path / "m.skm"), str(tmp_path / "x.npy")]) == 1
+    assert "X has 3 features, but KernelExpansion is expecting 2" in capsys.readouterr().err
+    np.save(tmp_path / "nan.npy", np.array([[np.nan, 1.0]]))
+    assert main(["predict", str(tmp_path / "m.skm"), str(tmp_path / "nan.npy")]) == 1
+    assert "contains NaN" in capsys.readouterr().err

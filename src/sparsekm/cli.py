@@ -134,6 +134,73 @@ def cmd_reproduce(args):
     return 0
 
 
+# -- predict ------------------------------------------------------------------------
+def read_matrix(path):
+    """Read a 2-D float array from ``.npy`` or ``.csv``/``.txt`` (comma or whitespace)."""
+    import numpy as np
+
+    from .utils.validation import check_array
+
+    path = str(path)
+    if path.endswith(".npy"):
+        try:
+            X = np.load(path, allow_pickle=False)
+        except Exception as exc:
+            raise ValueError(f"could not read {path} as a .npy array: {exc}") from None
+    else:
+        with open(path) as fh:
+            first = fh.readline()
+        delimiter = "," if "," in first else None
+        try:
+            float(first.replace(",", " ").split()[0])
+            skip = 0
+        except (ValueError, IndexError):
+            skip = 1  # a header line
+        try:
+            X = np.loadtxt(path, delimiter=delimiter, skiprows=skip, ndmin=2)
+        except Exception as exc:
+            raise ValueError(f"could not read {path} as a numeric table: {exc}") from None
+    return check_array(X, f"data in {path}")
+
+
+def write_matrix(path, Y):
+    import numpy as np
+
+    if str(path).endswith(".npy"):
+        np.save(path, Y, allow_pickle=False)
+    else:
+        np.savetxt(path, np.atleast_2d(Y.T).T if Y.ndim == 1 else Y, delimiter=",", fmt="%.17g")
+
+
+def cmd_predict(args):
+    import numpy as np
+
+    from .expansion import KernelExpansion
+    from .persistence import load
+
+    model = load(args.model)
+    X = read_matrix(args.data)
+    if isinstance(model, KernelExpansion):
+        Y = model.decision_function(X)
+    elif args.decision_function and hasattr(model, "decision_function"):
+        Y = model.decision_function(X)
+    elif hasattr(model, "predict"):
+        Y = model.predict(X)
+    elif hasattr(model, "transform"):
+        Y = model.transform(X)
+    else:
+        raise TypeError(f"{args.model} holds a {type(model).__name__}, which cannot predict.")
+    Y = np.asarray(Y)
+    if args.output:
+        write_matrix(args.output, Y)
+        print(f"wrote {Y.shape[0]} predictions to {args.output}", file=sys.stderr)
+    else:
+        for row in np.atleast_2d(Y.T).T if Y.ndim == 1 else Y:
+            print(",".join(f"{v:.10g}" if isinstance(v, float) or np.issubdtype(type(v), np.floating)
+                           else str(v) for v in np.atleast_1d(row)))
+    return 0
+
+
 def _usage_error(msg):
     print(f"sparsekm: error: {msg}", file=sys.stderr)
     return 2
@@ -173,6 +240,15 @@ def build_parser():
 
     p = add_command(parser, "info", "versions, BLAS and whether the data folder is found")
     p.set_defaults(func=cmd_info)
+
+    p = add_command(parser, "predict", "apply a saved model (.skm) to data (.npy or .csv)")
+    p.add_argument("model", help="model file written by sparsekm.save or 'sparsekm reduce'")
+    p.add_argument("data", help="input rows: .npy, or .csv/.txt (comma or whitespace separated)")
+    p.add_argument("-o", "--output", default=None,
+                   help="write predictions to this .npy or .csv file instead of stdout")
+    p.add_argument("--decision-function", action="store_true",
+                   help="output decision values instead of labels for classifiers")
+    p.set_defaults(func=cmd_predict)
 
     p = add_command(parser, "reproduce", "rerun a paper's table: 'list', NAME... or 'all'")
     p.add_argument("names", nargs="*", help="reproduction names, 'list' or 'all'")
