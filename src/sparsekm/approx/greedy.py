@@ -278,9 +278,12 @@ class GreedyBasis(TransformerMixin, BaseEstimator):
         return self
 
     def fit_transform(self, X, y=None):
-        """Fit and return ``Gamma`` of the training points (no extra kernel evaluations)."""
-        L = self._fit(X)
-        return np.ascontiguousarray(L.T)
+        """Fit and return ``Gamma`` of the training points (no extra kernel evaluations).
+
+        The result is the transposed Cholesky factor itself (Fortran-ordered), so no
+        second ``n x m`` array is allocated.
+        """
+        return self._fit(X).T
 
     def _fit(self, X):
         self._validate_params()

@@ -76,8 +76,8 @@ def linear_svm_on_coordinates(Gamma, y, C, *, solver="smo", tol=1e-3, max_iter=-
         w = Gamma[support].T @ dual
         return w, b, support, int(Gamma.shape[0]) ** 2
     if solver == "liblinear":
-        svm = LinearSVC(C=C, loss="hinge", dual=True, intercept_scaling=10.0, tol=tol * 1e-1,
-                        max_iter=max(1000, max_iter), random_state=random_state).fit(Gamma, y)
+        svm = LinearSVC(C=C, loss="hinge", dual=True, intercept_scaling=1.0, tol=tol,
+                        max_iter=max(20000, max_iter), random_state=random_state).fit(Gamma, y)
         return svm.coef_[0].copy(), float(svm.intercept_[0]), None, None
     raise ValueError(f"solver must be one of {_SOLVERS}; got {solver!r}.")
 
