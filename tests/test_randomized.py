@@ -79,6 +79,10 @@ def test_sparsify_block_size_and_precomputed_paths_agree():
     assert c.has_canonical_format
     D = c.toarray()
     np.testing.assert_allclose(D[D != 0], 3 * K[D != 0], rtol=1e-12)
+    d = sparsify_gram(X, k, 3, random_state=5, block_size=7, evaluate="blocks")
+    np.testing.assert_allclose(d.toarray(), c.toarray(), rtol=1e-12)
+    with pytest.raises(ValueError, match="'evaluate' parameter"):
+        sparsify_gram(X, k, 3, evaluate="dense")
     full = sparsify_gram(X, k, 1, random_state=0)  # s = 1 keeps everything
     np.testing.assert_allclose(full.toarray(), K, rtol=1e-12)
 

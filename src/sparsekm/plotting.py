@@ -96,6 +96,68 @@ def approximation_mse_curves(panels, *, path=None, suptitle=None):
         ax.set_axis_off()
     if suptitle:
         fig.suptitle(suptitle, fontsize=10)
+# -- Randomized kernels (issue 7: Achlioptas, McSherry & Schölkopf) ----------------------
+def randomized_error_vs_bound(labels, measured, bounds, *, lower=None, path=None,
+                              title="||K_hat - K|| vs Füredi–Komlós bound 4 sigma sqrt(m)"):
+    """Bar chart of measured ``||E_K||`` beside Theorem 1's bound (log scale)."""
+    plt = _plt()
+    x = np.arange(len(labels))
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.1 * len(labels)), 3.6))
+    ax.bar(x - 0.2, measured, 0.4, label="measured ||E_K||")
+    ax.bar(x + 0.2, bounds, 0.4, label="4 sigma sqrt(m)")
+    if lower is not None:
+        ax.scatter(x - 0.2, lower, marker="_", s=300, color="k",
+                   label="sigma_rms sqrt(m) (lower bound)")
+    ax.set_xticks(x, labels, rotation=20, ha="right", fontsize=8)
+    ax.set_yscale("log")
+    ax.set_ylabel("spectral norm")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7)
+    return savefig(fig, path) if path is not None else fig
+
+
+def randomized_subspace_vs_bound(curves, *, path=None,
+                                 title="Theorem 2: subspace distance vs bound"):
+    """Lines of measured ``||F_hat^T F_perp||`` (solid) and Theorem 2's bound (dashed).
+
+    ``curves`` maps a label to ``(ells, distances, bounds)``.
+    """
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.0, 3.8))
+    for i, (label, (ells, dist, bound)) in enumerate(curves.items()):
+        color = f"C{i}"
+        ax.plot(ells, dist, "o-", color=color, ms=3, label=f"{label} measured")
+        ax.plot(ells, np.minimum(bound, 10.0), "--", color=color, label=f"{label} bound")
+    ax.axhline(1.0, color="gray", lw=0.8)
+    ax.set_yscale("log")
+    ax.set_xlabel("number of components l")
+    ax.set_ylabel("sin of largest principal angle")
+    ax.set_title(title + " (bounds >= 1 are vacuous; clipped at 10)", fontsize=9)
+    ax.legend(fontsize=6, ncol=2)
+    return savefig(fig, path) if path is not None else fig
+
+
+def randomized_rounding_plot(rows, *, path=None, title="Theorem 5: randomized rounding"):
+    """Non-zero terms vs Theorem 5's bound and the fraction meeting its guarantee.
+
+    ``rows``: list of dicts with ``label``, ``nnz``, ``nnz_bound``, ``fraction_ok``.
+    """
+    plt = _plt()
+    labels = [r["label"] for r in rows]
+    x = np.arange(len(rows))
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(max(7.0, 1.2 * len(rows)), 3.6))
+    ax1.bar(x - 0.2, [r["nnz"] for r in rows], 0.4, label="non-zero terms")
+    ax1.bar(x + 0.2, [r["nnz_bound"] for r in rows], 0.4, label="bound 4cm/(eps T)")
+    ax1.set_xticks(x, labels, rotation=45, ha="right", fontsize=6)
+    ax1.set_yscale("log")
+    ax1.legend(fontsize=7)
+    ax2.bar(x, [r["fraction_ok"] for r in rows], 0.5)
+    ax2.axhline(1.0, color="k", lw=0.8)
+    ax2.set_ylim(0.0, 1.05)
+    ax2.set_xticks(x, labels, rotation=45, ha="right", fontsize=6)
+    ax1.set_title("non-zero terms vs Theorem 5 bound", fontsize=8)
+    ax2.set_title("fraction of (x, feature) meeting (1 +- eps) or both trivial", fontsize=8)
+    fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     return savefig(fig, path) if path is not None else fig
 
@@ -143,4 +205,27 @@ def decision_boundaries(panels, X, y, *, path=None, suptitle=None, resolution=20
         fig.suptitle(suptitle + "  (solid: full training set, dashed: approximated; "
                      "circles: basis vectors)", fontsize=9)
     fig.tight_layout()
+def randomized_projection_plot(dims, fractions, target, accuracy=None, exact_accuracy=None, *,
+                               path=None, title="Theorem 6: random projections"):
+    """Fraction of pairs within ``(1 +- eps)`` and kernel-machine accuracy vs ``s``."""
+    plt = _plt()
+    ncols = 2 if accuracy is not None else 1
+    fig, axes = plt.subplots(1, ncols, figsize=(5.0 * ncols, 3.6), squeeze=False)
+    ax = axes[0, 0]
+    ax.plot(dims, fractions, "o-", label="measured")
+    ax.axhline(target, color="k", ls="--", label="theorem: 1 - 1/n^beta (all pairs)")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("projected dimension s")
+    ax.set_ylabel("fraction of pairs within 1 +- eps")
+    ax.legend(fontsize=7)
+    if accuracy is not None:
+        ax = axes[0, 1]
+        ax.plot(dims, accuracy, "o-", label="projected RBF")
+        if exact_accuracy is not None:
+            ax.axhline(exact_accuracy, color="k", ls="--", label="exact RBF")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("projected dimension s")
+        ax.set_ylabel("test accuracy")
+        ax.legend(fontsize=7)
+    fig.suptitle(title, fontsize=9)
     return savefig(fig, path) if path is not None else fig

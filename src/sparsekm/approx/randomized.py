@@ -66,6 +66,8 @@ __all__ = [
 
 # Bound on the entries of one temporary block (float64: 32 MiB), as in kernels.py.
 _BLOCK_ELEMENTS = 2**22
+# _BYTE_BITS[y, k] = bit k of byte y in np.packbits order (most significant first).
+_BYTE_BITS = ((np.arange(256)[:, None] >> (7 - np.arange(8))[None, :]) & 1).astype(np.float64)
 
 
 # -- helpers ---------------------------------------------------------------------------
@@ -222,9 +224,14 @@ def _kernel_absmax(X, kernel, block_size=None):
 
 
 # -- Gram sampling (section 3) ---------------------------------------------------------
-def _sampled_gram(X, kernel, s, *, quantize, b, random_state, block_size, owner):
+def _sampled_gram(X, kernel, s, *, quantize, b, random_state, block_size, owner,
+                  evaluate="pairs"):
     X, kernel = _check_gram_input(X, kernel, owner)
     s = _check_s(s, owner)
+    if evaluate not in ("pairs", "blocks"):
+        raise ValueError(f"The 'evaluate' parameter of {owner} must be 'pairs' or 'blocks'. "
+                         f"Got {evaluate!r} instead.")
+    evaluate_mode = evaluate
     m = X.shape[0]
     p = 1.0 / s
     if quantize:
@@ -263,7 +270,14 @@ def _sampled_gram(X, kernel, s, *, quantize, b, random_state, block_size, owner)
     for rows, cols, block_rng in pattern():
         if rows.size == 0:
             continue
-        values = evaluate(rows, cols).astype(dtype, copy=False)
+        if kernel != "precomputed" and evaluate_mode == "blocks":
+            # One GEMM-friendly Gram block (rows a..z, columns a..m), then the sample.
+            a = int(rows[0])
+            z = int(rows[-1]) + 1
+            values = kernel(X[a:z], X[a:])[rows - a, cols - a]
+        else:
+            values = evaluate(rows, cols)
+        values = values.astype(dtype, copy=False)
         if quantize:
             plus = block_rng.random(values.size) < 0.5 + values / (2.0 * b)
             values = np.where(plus, s * b, -s * b).astype(dtype)
@@ -288,7 +302,7 @@ def _sampled_gram(X, kernel, s, *, quantize, b, random_state, block_size, owner)
     return K_hat
 
 
-def sparsify_gram(X, kernel, s, random_state=None, *, block_size=None):
+def sparsify_gram(X, kernel, s, random_state=None, *, block_size=None, evaluate="pairs"):
     """Sparsified Gram matrix (section 3): keep each entry with probability ``1/s``.
 
     ``K_hat_ij = K_hat_ji = s K_ij`` with probability ``1/s`` and ``0`` otherwise,
@@ -309,6 +323,13 @@ def sparsify_gram(X, kernel, s, random_state=None, *, block_size=None):
     random_state : None, int, numpy Generator or RandomState
     block_size : int, optional
         Rows sampled and evaluated at once (default: about ``2**22 / m``).
+    evaluate : {"pairs", "blocks"}, default="pairs"
+        ``"pairs"`` evaluates the kernel only at the sampled pairs (``O(m^2 d / s)``
+        work, memory-bound gathers); ``"blocks"`` computes each row block of the
+        upper triangle with one GEMM and keeps the sampled entries (``O(m^2 d / 2)``
+        work, but BLAS speed; the block is discarded at once). Both give the same
+        matrix for the same seed; which is faster depends on ``s``, ``d`` and the
+        BLAS (``benchmarks/bench_randomized.py`` measures both).
 
     Returns
     -------
@@ -328,10 +349,11 @@ def sparsify_gram(X, kernel, s, random_state=None, *, block_size=None):
     ((200, 200), True)
     """
     return _sampled_gram(X, kernel, s, quantize=False, b=None, random_state=random_state,
-                         block_size=block_size, owner="sparsify_gram")
+                         block_size=block_size, owner="sparsify_gram", evaluate=evaluate)
 
 
-def sparsify_quantize_gram(X, kernel, s, random_state=None, *, b=None, block_size=None):
+def sparsify_quantize_gram(X, kernel, s, random_state=None, *, b=None, block_size=None,
+                           evaluate="pairs"):
     """Sparsification and quantization combined (section 3, "readily combined").
 
     Each entry is kept with probability ``1/s``; a kept entry is rounded to
@@ -341,7 +363,7 @@ def sparsify_quantize_gram(X, kernel, s, random_state=None, *, b=None, block_siz
 
     Parameters
     ----------
-    X, kernel, s, random_state, block_size
+    X, kernel, s, random_state, block_size, evaluate
         As in :func:`sparsify_gram`.
     b : float, optional
         Rounding level, at least ``max|K_ij|`` (default: exactly that maximum).
@@ -351,7 +373,8 @@ def sparsify_quantize_gram(X, kernel, s, random_state=None, *, b=None, block_siz
     K_hat : scipy.sparse.csr_array of shape (m, m), entries ``+-s b``
     """
     return _sampled_gram(X, kernel, s, quantize=True, b=b, random_state=random_state,
-                         block_size=block_size, owner="sparsify_quantize_gram")
+                         block_size=block_size, owner="sparsify_quantize_gram",
+                         evaluate=evaluate)
 
 
 def _resolve_b(X, kernel, b, owner, block_size=None):
@@ -374,8 +397,10 @@ class QuantizedGram(scipy.sparse.linalg.LinearOperator):
 
     Row ``i`` is ``np.packbits`` of the indicator ``K_hat_i. == +b`` (8 entries per
     byte), so storage is ``m * ceil(m / 8)`` bytes instead of ``8 m^2``. It is a
-    :class:`scipy.sparse.linalg.LinearOperator`: ``Q @ V`` unpacks one row block at
-    a time and computes ``b (2 B V - 1 1^T V)``.
+    :class:`scipy.sparse.linalg.LinearOperator`: ``Q @ V = b (2 B V - 1 1^T V)`` with
+    ``B`` the 0/1 matrix of bits. For one to four vectors ``B v`` is computed from
+    the packed bytes by table look-up (256 partial sums per byte column); for more
+    vectors one row block is unpacked at a time and multiplied with BLAS.
 
     Parameters
     ----------
@@ -423,13 +448,38 @@ class QuantizedGram(scipy.sparse.linalg.LinearOperator):
     def _matmat(self, V):
         V = np.asarray(V, dtype=np.float64)
         m = self.shape[0]
-        out = np.empty((m, V.shape[1]), dtype=np.float64)
-        step = _rows_per_block(m, self.block_size)
+        if V.shape[1] <= 4:
+            BV = np.column_stack([self._bits_times_vector(V[:, j]) for j in range(V.shape[1])])
+        else:
+            BV = np.empty((m, V.shape[1]), dtype=np.float64)
+            step = _rows_per_block(m, self.block_size)
+            for a in range(0, m, step):
+                BV[a:a + step] = self._row_block(a, a + step).astype(np.float64) @ V
+        BV *= 2.0
+        BV -= V.sum(axis=0)[None, :]
+        BV *= self.b
+        return BV
+
+    def _bits_times_vector(self, v):
+        """``B v`` for the 0/1 matrix ``B`` by table look-up, without unpacking ``B``.
+
+        For each byte column ``c`` the 256 possible partial sums
+        ``T[c, y] = sum_k bit_k(y) v[8c + k]`` are tabulated (``256 m / 8`` numbers), so
+        row ``i`` of ``B v`` is ``sum_c T[c, bits[i, c]]``: ``m / 8`` look-ups per row
+        instead of ``m`` multiply-adds on unpacked bits.
+        """
+        m = self.shape[0]
+        n_bytes = self.bits.shape[1]
+        v_pad = np.zeros(n_bytes * 8, dtype=np.float64)
+        v_pad[:m] = v
+        table = (v_pad.reshape(n_bytes, 8) @ _BYTE_BITS.T).reshape(-1)  # (n_bytes * 256,)
+        offsets = (256 * np.arange(n_bytes, dtype=np.int32))[None, :]
+        out = np.empty(m, dtype=np.float64)
+        step = _rows_per_block(n_bytes, self.block_size)
         for a in range(0, m, step):
-            out[a:a + step] = self._row_block(a, a + step).astype(np.float64) @ V
-        out *= 2.0
-        out -= V.sum(axis=0)[None, :]
-        out *= self.b
+            idx = self.bits[a:a + step].astype(np.int32)
+            idx += offsets
+            out[a:a + step] = table.take(idx).sum(axis=1)
         return out
 
     def _matvec(self, v):
@@ -478,8 +528,8 @@ def quantize_gram(X, kernel="precomputed", random_state=None, *, b=None, block_s
     >>> from sparsekm.approx.randomized import quantize_gram
     >>> K = np.array([[1.0, 0.5], [0.5, 1.0]])
     >>> Q = quantize_gram(K, random_state=0)
-    >>> sorted(set(np.unique(Q.toarray())) <= {-1.0, 1.0} for _ in [0])
-    [True]
+    >>> Q.b, Q.nbytes, bool(np.isin(Q.toarray(), [-1.0, 1.0]).all())
+    (1.0, 2, True)
     """
     X, kernel = _check_gram_input(X, kernel, "quantize_gram")
     b = _resolve_b(X, kernel, b, "quantize_gram", block_size)
