@@ -181,3 +181,27 @@ def test_errors(data):
         kp.denoise(Xt[:, :3])
     with pytest.raises(ValueError, match="X has 3 features, but X_train has 4"):
         linear_pca_denoise(X, Xt[:, :3], 1)
+
+
+def test_cli_denoise(tmp_path, capsys):
+    from sparsekm.cli import main
+
+    rng = np.random.default_rng(0)
+    centres = np.array([[-0.5, -0.1], [0.0, 0.7], [0.5, 0.1]])
+    X = np.repeat(centres, 30, axis=0) + 0.1 * rng.normal(size=(90, 2))
+    N = centres[[0, 1, 2]] + 0.1 * rng.normal(size=(3, 2))
+    np.save(tmp_path / "train.npy", X)
+    np.savetxt(tmp_path / "noisy.csv", N, delimiter=",")
+    out = tmp_path / "clean.npy"
+    assert main(["denoise", "--train", str(tmp_path / "train.npy"), "--input",
+                 str(tmp_path / "noisy.csv"), "--output", str(out), "--n-components", "2",
+                 "--width", "0.1", "--quiet"]) == 0
+    Z = np.load(out)
+    ref = KernelPCA(2, kernel=RBF(10.0)).fit(X).denoise(N, tol=1e-6).z
+    np.testing.assert_allclose(Z, ref, atol=1e-10)
+    assert "denoised 3 points" in capsys.readouterr().out
+    assert main(["denoise", "--train", str(tmp_path / "train.npy"), "--input",
+                 str(tmp_path / "noisy.csv"), "--output", str(tmp_path / "lin.txt"),
+                 "--n-components", "1", "--linear", "--quiet"]) == 0
+    np.testing.assert_allclose(np.loadtxt(tmp_path / "lin.txt", ndmin=2),
+                               linear_pca_denoise(X, N, 1), atol=1e-12)
