@@ -5,6 +5,7 @@ Every estimator listed in ``__all__`` is checked with
 """
 
 from .approx_svm import ApproxSVC
+from .kernel_pca import KernelPCA, linear_pca_denoise
 from .kfd import ApproxKFD, KernelFisherDiscriminant
 from .randomized_kpca import RandomizedKernelPCA
 
@@ -12,5 +13,7 @@ __all__: list[str] = [
     "ApproxSVC",
     "ApproxKFD",
     "KernelFisherDiscriminant",
+    "KernelPCA",
+    "linear_pca_denoise",
     "RandomizedKernelPCA",
 ]
