@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from conftest import requires_usps
+from .conftest import requires_usps
 from sparsekm.reproduce import Context, discover
 from sparsekm.reproduce.denoising import (
     add_gaussian_noise,
