@@ -4,4 +4,6 @@ Every estimator listed in ``__all__`` is checked with
 ``sklearn.utils.estimator_checks.parametrize_with_checks`` in ``tests/test_common.py``.
 """
 
-__all__: list[str] = []
+from .kernel_pca import KernelPCA, linear_pca_denoise
+
+__all__: list[str] = ["KernelPCA", "linear_pca_denoise"]
