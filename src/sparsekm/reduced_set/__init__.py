@@ -21,6 +21,7 @@ from ._base import (
 )
 from ._one_term import one_term_shared
 from .construction import construct, refine
+from .selection import exact_reduction, select_kpca, select_l1, select_l1_multi
 
 __all__ = [
     "ReducedSetResult",
@@ -32,4 +33,8 @@ __all__ = [
     "one_term_shared",
     "construct",
     "refine",
+    "select_kpca",
+    "select_l1",
+    "select_l1_multi",
+    "exact_reduction",
 ]

@@ -16,6 +16,7 @@ from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
 from ..expansion import KernelExpansion
+from ..preimage import fixed_point, gradient
 from ..utils.progress import progress
 from ..utils.validation import check_scalar
 from ._base import ReducedSetResult, _check_expansion, _coef2d, _solve_kz
@@ -36,12 +37,20 @@ def _check_psd(kernel, owner):
 
 
 def _one_term_single(kernel, Y, g, starts, max_iter, tol, rng):
-    """One-term pre-image of ``sum_j g_j Phi(y_j)`` (single output)."""
-    # Maximising (Psi . Phi(z))^2 / k(z, z) is eq. 18 with one output, so the shared
-    # step solves it. TODO(issue 3): switch to sparsekm.preimage.fixed_point/gradient
-    # once that module is merged.
-    return one_term_shared(kernel, Y, g[:, None], starts, max_iter=max_iter, tol=tol,
-                           random_state=rng)
+    """One-term approximation of ``Psi_m = sum_j g_j Phi(y_j)`` by the pre-image solvers.
+
+    All starting points run in one vectorised call: the expansion is repeated once
+    per start (one output column each) and ``z0`` holds one start per column; the
+    column with the lowest objective ``||Psi_m||^2 - (Psi_m . Phi(z))^2 / k(z, z)``
+    wins. Radial kernels use the fixed-point iteration (eq. 12/50), others L-BFGS.
+    """
+    n_starts = starts.shape[0]
+    psi = KernelExpansion(Y, np.repeat(g[:, None], n_starts, axis=1), kernel)
+    solver = fixed_point if kernel.is_radial else gradient
+    seed = int(rng.integers(2**31 - 1))
+    res = solver(psi, z0=starts, n_init=1, max_iter=max_iter, tol=tol, random_state=seed)
+    best = int(np.argmin(res.objective))
+    return res.z[best], float(res.objective[best]), int(np.max(res.n_iter))
 
 
 def _construct_block(kernel, X, A, n_vectors, *, n_init, max_iter, tol_step, tol, rng,
@@ -231,14 +240,13 @@ def construct(expansion, n_vectors, *, shared=None, refine=False, tol=0.0, n_ini
         return ReducedSetResult(expansion.copy(), zeros, np.zeros((0, n_out) if multi else 0),
                                 support=np.arange(expansion.n_terms), norm2=expansion.norm2())
 
-    Kxx = kernel(X)
     # The inner loops are many small GEMMs: threaded BLAS only adds contention.
     with threadpool_limits(limits=1, user_api="blas"):
-        return _construct(expansion, kernel, X, A_all, Kxx, n_vectors, shared, refine, tol,
+        return _construct(expansion, kernel, X, A_all, n_vectors, shared, refine, tol,
                           n_init, max_iter, refine_max_iter, rng, progress)
 
 
-def _construct(expansion, kernel, X, A_all, Kxx, n_vectors, shared, refine, tol, n_init,
+def _construct(expansion, kernel, X, A_all, n_vectors, shared, refine, tol, n_init,
                max_iter, refine_max_iter, rng, progress):
     n_out = A_all.shape[1]
     multi = expansion.is_multioutput
@@ -247,7 +255,8 @@ def _construct(expansion, kernel, X, A_all, Kxx, n_vectors, shared, refine, tol,
     for grp in groups:
         A = A_all[:, grp]
         rows = np.flatnonzero(np.any(A != 0, axis=1))
-        Xg, Ag, Kg = X[rows], A[rows], Kxx[np.ix_(rows, rows)]
+        Xg, Ag = X[rows], A[rows]
+        Kg = kernel(Xg)
         if n_vectors >= rows.size and len(grp) == 1:
             # Exact copy of this output's own terms.
             blocks.append((Xg, Ag))
@@ -258,7 +267,7 @@ def _construct(expansion, kernel, X, A_all, Kxx, n_vectors, shared, refine, tol,
         desc = f"RS construct (output {grp[0]})" if len(groups) > 1 else "RS construct"
         Z, B, path, norm2, nit = _construct_block(
             kernel, Xg, Ag, min(n_vectors, rows.size if len(grp) == 1 else n_vectors),
-            n_init=n_init, max_iter=max_iter, tol_step=1e-7, tol=tol, rng=rng, Kxx=Kg,
+            n_init=n_init, max_iter=max_iter, tol_step=1e-6, tol=tol, rng=rng, Kxx=Kg,
             show_progress=progress, desc=desc)
         phase1.append(path[-1])
         if refine:
