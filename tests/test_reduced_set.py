@@ -267,8 +267,8 @@ def test_select_l1_lambda_limits(rng):
     full = select_l1(psi, 1e-8)
     assert full.expansion.n_terms == 30
     assert full.objective <= 1e-8 * psi.norm2()
-    few = select_l1(psi, 5.0)
-    assert 0 < few.expansion.n_terms <= 5
+    few = select_l1(psi, 2.0)
+    assert 0 < few.expansion.n_terms <= 8
     with pytest.warns(ReducedSetWarning, match="no vector was selected"):
         assert select_l1(psi, 1e6).expansion.n_terms == 1
     mid = select_l1(psi, n_vectors=12)
@@ -329,7 +329,8 @@ def test_select_l1_multi_matches_brute_force(rng):
     np.testing.assert_allclose(ours, ref.fun, rtol=1e-5)
     # lam -> 0 keeps every vector, large lam few.
     assert select_l1_multi(psi, 1e-9).expansion.n_terms == 8
-    assert select_l1_multi(psi, 10.0).expansion.n_terms == 1
+    few = select_l1_multi(psi, 7.0)
+    assert few.expansion.n_terms == 1 and np.any(few.info["B_l1"] != 0)
     with pytest.warns(ReducedSetWarning, match="no vector was selected"):
         assert select_l1_multi(psi, 1e6).expansion.n_terms == 1
 

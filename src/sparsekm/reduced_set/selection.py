@@ -234,7 +234,9 @@ def select_l1(expansion, lam=None, *, n_vectors=None, c="uniform", refit=True, t
                               max_iter=max_iter, selection="cyclic")
                 theta = model.fit(design, target).coef_
         else:
-            alphas, coefs, _ = lasso_path(design, target, n_alphas=200, eps=1e-6, tol=tol,
+            alpha_max = float(np.max(np.abs(design.T @ target))) / N
+            grid = alpha_max * np.logspace(0, -6, 200)
+            alphas, coefs, _ = lasso_path(design, target, alphas=grid, tol=tol,
                                           max_iter=max_iter)
             sizes = np.count_nonzero(coefs, axis=0)
             ok = np.flatnonzero(sizes <= n_vectors)
