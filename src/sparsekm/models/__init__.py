@@ -5,5 +5,12 @@ Every estimator listed in ``__all__`` is checked with
 """
 
 from .kernel_pca import KernelPCA, linear_pca_denoise
+from .reduced_set import ReducedSetClassifier, ReducedSetRegressor, reduce_kernel_pca
 
-__all__: list[str] = ["KernelPCA", "linear_pca_denoise"]
+__all__: list[str] = [
+    "KernelPCA",
+    "linear_pca_denoise",
+    "ReducedSetClassifier",
+    "ReducedSetRegressor",
+    "reduce_kernel_pca",
+]
