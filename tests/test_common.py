@@ -15,7 +15,10 @@ import sparsekm.approx
 import sparsekm.models
 
 # Fast settings for the checks (small problems, few iterations), by class name.
-_CHECK_PARAMS: dict[str, dict] = {}
+_CHECK_PARAMS: dict[str, dict] = {
+    "ReducedSetClassifier": {"n_vectors": 5, "n_init": 2, "max_iter": 30, "random_state": 0},
+    "ReducedSetRegressor": {"n_vectors": 5, "n_init": 2, "max_iter": 30, "random_state": 0},
+}
 
 
 def _all_estimators():

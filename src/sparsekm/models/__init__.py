@@ -8,6 +8,7 @@ from .approx_svm import ApproxSVC
 from .kernel_pca import KernelPCA, linear_pca_denoise
 from .kfd import ApproxKFD, KernelFisherDiscriminant
 from .randomized_kpca import RandomizedKernelPCA
+from .reduced_set import ReducedSetClassifier, ReducedSetRegressor, reduce_kernel_pca
 
 __all__: list[str] = [
     "ApproxSVC",
@@ -16,4 +17,7 @@ __all__: list[str] = [
     "KernelPCA",
     "linear_pca_denoise",
     "RandomizedKernelPCA",
+    "ReducedSetClassifier",
+    "ReducedSetRegressor",
+    "reduce_kernel_pca",
 ]
