@@ -4,4 +4,20 @@ Every estimator listed in ``__all__`` is checked with
 ``sklearn.utils.estimator_checks.parametrize_with_checks`` in ``tests/test_common.py``.
 """
 
-__all__: list[str] = []
+from .slmc import (
+    SLMC,
+    ModifiedRS,
+    ModifiedRSVM,
+    RSVM,
+    SparseKFD,
+    SparseLargeMarginClassifier,
+)
+
+__all__: list[str] = [
+    "SparseLargeMarginClassifier",
+    "SLMC",
+    "SparseKFD",
+    "RSVM",
+    "ModifiedRSVM",
+    "ModifiedRS",
+]
