@@ -15,7 +15,13 @@ import sparsekm.approx
 import sparsekm.models
 
 # Fast settings for the checks (small problems, few iterations), by class name.
-_CHECK_PARAMS: dict[str, dict] = {}
+_CHECK_PARAMS: dict[str, dict] = {
+    "SparseLargeMarginClassifier": {"n_vectors": 3, "max_iter": 5},
+    "SparseKFD": {"n_vectors": 3, "max_iter": 5},
+    "RSVM": {"n_vectors": 3},
+    "ModifiedRSVM": {"n_vectors": 3},
+    "ModifiedRS": {"n_vectors": 3},
+}
 
 
 def _all_estimators():

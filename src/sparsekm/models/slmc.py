@@ -23,14 +23,14 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from .. import direct
 from ..expansion import KernelExpansion
 from ..kernels import resolve_kernel
 from ..persistence import register
 from ..utils.progress import progress
-from ..utils.validation import check_array, check_same_features, check_scalar
+from ..utils.validation import check_array, check_scalar
 
 __all__ = [
     "SparseLargeMarginClassifier",
@@ -50,18 +50,10 @@ class _DirectSparseBase(ClassifierMixin, BaseEstimator):
     # -- validation ----------------------------------------------------------------
     def _validate_common(self, X, y):
         owner = type(self).__name__
+        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], y_numeric=False,
+                             multi_output=False)
         X = check_array(X, "X")
-        if y is None:
-            raise ValueError(f"{owner} requires y to be passed, but the target y is None.")
-        y = np.asarray(y)
-        if y.ndim != 1:
-            y = y.reshape(-1) if (y.ndim == 2 and y.shape[1] == 1) else y
-        if y.ndim != 1:
-            raise ValueError(f"y must be 1-D (n_samples,); got shape {y.shape}.")
-        if y.shape[0] != X.shape[0]:
-            raise ValueError(
-                f"X and y have inconsistent numbers of samples: {X.shape[0]} != {y.shape[0]}."
-            )
+        y = column_or_1d(y, warn=True)
         check_classification_targets(y)
         if y.dtype.kind == "f" and not np.isfinite(y).all():
             raise ValueError("y contains NaN or infinity.")
@@ -122,7 +114,6 @@ class _DirectSparseBase(ClassifierMixin, BaseEstimator):
                 start += size
             self.expansion_ = KernelExpansion(np.vstack(Zs), coef, kernel, np.array(bs))
         self.classes_ = classes
-        self.n_features_in_ = X.shape[1]
         self._store_info(infos)
         return self
 
@@ -136,6 +127,14 @@ class _DirectSparseBase(ClassifierMixin, BaseEstimator):
     def _initial_Z(self, X, n_vectors, rng, init="random"):
         uniq = direct.unique_rows(X)
         n_vectors = self._check_n_vectors(uniq.size)
+        if not isinstance(init, str):
+            Z0 = direct._check_Z(init, X.shape[1])
+            if Z0.shape[0] != n_vectors:
+                raise ValueError(
+                    f"init has {Z0.shape[0]} rows but n_vectors={n_vectors}; an initial Z must "
+                    "have shape (n_vectors, n_features)."
+                )
+            return np.array(Z0, dtype=float)
         if init == "random":
             return X[np.sort(rng.choice(uniq, n_vectors, replace=False))]
         if init == "kmeans":
@@ -158,8 +157,7 @@ class _DirectSparseBase(ClassifierMixin, BaseEstimator):
         (n_samples, n_classes) otherwise.
         """
         check_is_fitted(self, "expansion_")
-        X = check_array(X, "X")
-        check_same_features(X, self.n_features_in_, "X", type(self).__name__)
+        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
         return self.expansion_.decision_function(X)
 
     def predict(self, X):
@@ -196,9 +194,10 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
     kernel : Kernel, str or None, default=None
         The kernel (``None``: RBF with scikit-learn's ``gamma="scale"``). Must be
         differentiable (every :mod:`sparsekm.kernels` kernel is).
-    init : {"random", "kmeans"}, default="random"
-        Initial XVs: distinct training points drawn at random, or k-means centres
-        (Table 2).
+    init : {"random", "kmeans"} or array of shape (n_vectors, n_features), default="random"
+        Initial XVs: distinct training points drawn at random (Table 1), k-means
+        centres (Table 2), or given vectors (e.g. the support vectors of an SVM,
+        section 5.7 example 1).
     max_iter : int, default=100
         Maximum number of L-BFGS iterations (per binary problem).
     tol : float, default=1e-6
@@ -298,7 +297,7 @@ class SparseKFD(_DirectSparseBase):
         Regulariser ``mu`` of eq. 49 (``B^z`` = within-class scatter of
         ``psi_z(x)`` + ``mu K^z``; the scatter is not divided by the sample size).
     kernel : Kernel, str or None, default=None
-    init : {"kmeans", "random"}, default="kmeans"
+    init : {"kmeans", "random"} or array of shape (n_vectors, n_features), default="kmeans"
         Table 3 uses k-means initialisation.
     max_iter : int, default=100
     tol : float, default=1e-6
