@@ -18,8 +18,8 @@ import sparsekm.models
 _CHECK_PARAMS: dict[str, dict] = {
     "SparseLargeMarginClassifier": {"n_vectors": 3, "max_iter": 5},
     "SparseKFD": {"n_vectors": 3, "max_iter": 5},
-    "RSVM": {"n_vectors": 3},
-    "ModifiedRSVM": {"n_vectors": 3},
+    "RSVM": {"n_vectors": 8},
+    "ModifiedRSVM": {"n_vectors": 8},
     "ModifiedRS": {"n_vectors": 3},
 }
 

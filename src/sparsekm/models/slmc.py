@@ -264,7 +264,9 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
         res = direct.slmc_optimize(X, y, Z0, kernel, float(self.C), max_iter=max_iter, tol=tol,
                                    callback=callback)
         bar.close()
-        sol = res.solution
+        # final coefficients at the optimised Z, solved to a tight tolerance
+        sol = direct.fixed_z_svm(X, y, res.Z, kernel, float(self.C), tol=1e-6, on_singular="pinv",
+                                 warm_start=res.solution.alpha)
         info = {"W": sol.W, "gap": sol.gap, "history": np.array(res.W_history),
                 "n_iter": res.n_iter}
         return res.Z, sol.beta, sol.intercept, info
