@@ -87,7 +87,7 @@ def bench_usps(ratio=0.10, max_iter=100):
     per_class = []
     F = []
     t_all = time.perf_counter()
-    for c, s, nsv in zip(classes, svcs, n_sv):
+    for c, _s, nsv in zip(classes, svcs, n_sv, strict=True):
         n_z = max(1, int(round(ratio * nsv)))
         t = time.perf_counter()
         clf = SLMC(n_vectors=n_z, C=C, kernel=kernel, max_iter=max_iter,

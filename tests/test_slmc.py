@@ -6,18 +6,17 @@ from sklearn.datasets import make_blobs, make_moons
 from sklearn.svm import SVC
 
 import sparsekm
+from conftest import requires_ida
 from sparsekm import direct
 from sparsekm.kernels import RBF, Polynomial
 from sparsekm.models import (
+    RSVM,
     SLMC,
     ModifiedRS,
     ModifiedRSVM,
-    RSVM,
     SparseKFD,
     SparseLargeMarginClassifier,
 )
-
-from conftest import requires_ida
 
 
 @pytest.fixture

@@ -528,7 +528,6 @@ def full_svm_expansion(X, y, kernel, C, *, tol=1e-5):
     ``coef = alpha_i y_i`` over the support vectors, ``intercept = b``.
     """
     from .expansion import KernelExpansion
-
     from .kernels import RBF
 
     y = np.asarray(y)

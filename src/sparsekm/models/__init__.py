@@ -5,10 +5,10 @@ Every estimator listed in ``__all__`` is checked with
 """
 
 from .slmc import (
+    RSVM,
     SLMC,
     ModifiedRS,
     ModifiedRSVM,
-    RSVM,
     SparseKFD,
     SparseLargeMarginClassifier,
 )

@@ -109,7 +109,7 @@ class _DirectSparseBase(ClassifierMixin, BaseEstimator):
             sizes = [z.shape[0] for z in Zs]
             coef = np.zeros((sum(sizes), classes.size))
             start = 0
-            for k, (size, beta) in enumerate(zip(sizes, betas)):
+            for k, (size, beta) in enumerate(zip(sizes, betas, strict=True)):
                 coef[start:start + size, k] = beta
                 start += size
             self.expansion_ = KernelExpansion(np.vstack(Zs), coef, kernel, np.array(bs))

@@ -21,7 +21,7 @@ from .. import direct
 from ..datasets import IDA_SVM_PARAMS, load_ida, load_usps
 from ..expansion import KernelExpansion
 from ..kernels import RBF
-from ..models.slmc import SLMC, ModifiedRS, ModifiedRSVM, RSVM, SparseKFD
+from ..models.slmc import RSVM, SLMC, ModifiedRS, ModifiedRSVM, SparseKFD
 from . import Result, register
 
 IDA_SETS = ("banana", "breast_cancer", "titanic", "waveform", "german", "image")
@@ -145,7 +145,7 @@ def run_cell(name, split, ratio, method, cache, data_path=None, seed=0):
         if construct is None:
             return None
         rs_exps, Zs = [], []
-        for e, nz in zip(exps, n_z):
+        for e, nz in zip(exps, n_z, strict=True):
             res = construct(e, nz, random_state=rs)
             red = getattr(res, "expansion", res)
             red = KernelExpansion(red.vectors, red.coef, kernel, e.intercept)
@@ -170,7 +170,7 @@ def run_cell(name, split, ratio, method, cache, data_path=None, seed=0):
             err = _error(models[0].fit(X, y), Xt, yt)
         else:
             F = []
-            for c, m in zip(classes, models):
+            for c, m in zip(classes, models, strict=True):
                 m.fit(X, np.where(y == c, 1, -1))
                 F.append(m.decision_function(Xt))
             err = float(np.mean(classes[np.argmax(np.column_stack(F), axis=1)] != yt))
