@@ -18,6 +18,11 @@ import sparsekm.models
 _CHECK_PARAMS: dict[str, dict] = {
     "ReducedSetClassifier": {"n_vectors": 5, "n_init": 2, "max_iter": 30, "random_state": 0},
     "ReducedSetRegressor": {"n_vectors": 5, "n_init": 2, "max_iter": 30, "random_state": 0},
+    "SparseLargeMarginClassifier": {"n_vectors": 3, "max_iter": 5},
+    "SparseKFD": {"n_vectors": 3, "max_iter": 5},
+    "RSVM": {"n_vectors": 8},
+    "ModifiedRSVM": {"n_vectors": 8},
+    "ModifiedRS": {"n_vectors": 3},
 }
 
 

@@ -9,6 +9,7 @@ from .kernel_pca import KernelPCA, linear_pca_denoise
 from .kfd import ApproxKFD, KernelFisherDiscriminant
 from .randomized_kpca import RandomizedKernelPCA
 from .reduced_set import ReducedSetClassifier, ReducedSetRegressor, reduce_kernel_pca
+from .slmc import RSVM, SLMC, ModifiedRS, ModifiedRSVM, SparseKFD, SparseLargeMarginClassifier
 
 __all__: list[str] = [
     "ApproxSVC",
@@ -20,4 +21,10 @@ __all__: list[str] = [
     "ReducedSetClassifier",
     "ReducedSetRegressor",
     "reduce_kernel_pca",
+    "SparseLargeMarginClassifier",
+    "SLMC",
+    "SparseKFD",
+    "RSVM",
+    "ModifiedRSVM",
+    "ModifiedRS",
 ]

@@ -1,0 +1,561 @@
+"""Direct sparse kernel learning (Wu, Schölkopf, Bakır, JMLR 2006).
+
+The weight vector of a kernel machine is constrained to ``w = sum_j beta_j Phi(z_j)``
+with ``N_z`` free expansion vectors ``Z`` (eq. 11). For fixed ``Z`` the learning
+problem stays convex; its optimal value is the *marginal function* ``W(Z)``
+(eq. 12-15), minimised over ``Z`` with L-BFGS.
+
+This module holds the mathematics, shared by every estimator of
+:mod:`sparsekm.models.slmc`:
+
+* :func:`fixed_z_svm` -- the SVM restricted to ``span{Phi(z_j)}`` (eq. 28-30),
+  solved exactly as a linear SVM with an *unregularised* bias on the whitened
+  empirical kernel map ``phi_z(x) = Lambda^{-1/2} V^T psi_z(x)`` (eq. 41-43);
+  it returns ``W(Z)`` (eq. 44), the dual variables ``alpha^z``, ``beta``
+  (eq. 45) and the bias. With ``features="empirical"`` it trains the RSVM of Lee
+  & Mangasarian instead (linear SVM on ``psi_z(x)``, regulariser ``beta^T beta``).
+  The same function gives MRS (eq. 45 on reduced-set vectors) and MRSVM (eq. 45
+  on random training points).
+* :func:`slmc_gradient` -- ``dW/dZ`` by eq. 46 / Corollary 2 (``alpha^z`` held
+  constant), vectorised through :meth:`Kernel.gradient_sum`.
+* :func:`slmc_optimize` -- L-BFGS over ``Z`` (section 3.3).
+* :func:`skfd_objective` / :func:`skfd_optimize` -- sparse kernel Fisher
+  discriminant (appendix A, eq. 57-63).
+
+Notation follows the paper: ``X`` (N, d) training inputs, ``y`` in {-1, +1},
+``Z`` (N_z, d) expansion vectors (XVs), ``K^z = K(Z, Z)``, ``K^{zx} = K(Z, X)``,
+``psi_z(x) = K(Z, x)`` (eq. 31).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import linalg
+from scipy.optimize import minimize
+from sklearn.svm import SVC
+
+from .kernels import Kernel
+from .utils.validation import check_array, check_scalar
+
+__all__ = [
+    "FixedZSolution",
+    "whitening_transform",
+    "fixed_z_svm",
+    "slmc_objective",
+    "slmc_gradient",
+    "slmc_optimize",
+    "skfd_objective",
+    "skfd_optimize",
+    "unique_rows",
+    "SingularKzError",
+]
+
+# K^z is treated as singular when lambda_min < _RCOND * lambda_max.
+_RCOND = 1e-10
+
+
+class SingularKzError(ValueError):
+    """``K^z`` is (numerically) singular: duplicated or near-duplicated expansion vectors."""
+
+
+def unique_rows(X, y=None):
+    """Indices of the first occurrence of every distinct row of ``X`` (section 5.6).
+
+    Duplicated training points make ``K^z`` singular when two copies are picked
+    as initial expansion vectors; the paper removes them as preprocessing. Rows
+    that are equal but carry different labels are kept once (first occurrence).
+    """
+    X = np.ascontiguousarray(X)
+    _, idx = np.unique(X, axis=0, return_index=True)
+    return np.sort(idx)
+
+
+def whitening_transform(Kz, *, rcond=_RCOND, on_singular="raise"):
+    """``T = Lambda^{-1/2} V^T`` with ``T^T T = (K^z)^{-1}`` (eq. 42-43).
+
+    Parameters
+    ----------
+    Kz : ndarray of shape (n_vectors, n_vectors)
+        Kernel matrix of the expansion vectors.
+    rcond : float
+        Eigenvalues below ``rcond * max(eigenvalue)`` count as zero.
+    on_singular : {"raise", "pinv"}
+        ``"raise"`` raises :class:`SingularKzError`; ``"pinv"`` drops the null
+        directions (pseudo-inverse), i.e. works in the span of the ``Phi(z_j)``.
+
+    Returns
+    -------
+    T : ndarray of shape (rank, n_vectors)
+    """
+    lam, V = linalg.eigh(Kz)
+    lam_max = lam[-1] if lam.size else 0.0
+    if not lam_max > 0:
+        raise SingularKzError("K^z has no positive eigenvalue; the expansion vectors span nothing.")
+    keep = lam > rcond * lam_max
+    if not keep.all():
+        if on_singular == "raise":
+            raise SingularKzError(
+                f"K^z is numerically singular ({int((~keep).sum())} of {lam.size} eigenvalues below "
+                f"{rcond:g} * lambda_max): the expansion vectors contain duplicated or "
+                "near-duplicated points. Remove duplicated training points (section 5.6 of "
+                "Wu et al.), e.g. with sparsekm.direct.unique_rows."
+            )
+        lam, V = lam[keep], V[:, keep]
+    return V.T / np.sqrt(lam)[:, None]
+
+
+@dataclass
+class FixedZSolution:
+    """Solution of the SVM restricted to ``span{Phi(z_j)}`` for fixed ``Z``.
+
+    Attributes
+    ----------
+    W : float
+        Marginal function ``W(Z)`` (eq. 44): the dual optimum.
+    primal : float
+        Primal objective at the returned ``(beta, b)``; ``primal - W`` is the duality gap.
+    alpha : ndarray of shape (n_samples,)
+        Dual variables ``alpha^z`` (eq. 37-39), ``0 <= alpha <= C``.
+    beta : ndarray of shape (n_vectors,)
+        Expansion coefficients (eq. 45, or the RSVM weights).
+    intercept : float
+        Bias ``b``.
+    features : str
+        ``"whitened"`` (SLMC/MRS/MRSVM) or ``"empirical"`` (RSVM).
+    """
+
+    W: float
+    primal: float
+    alpha: np.ndarray
+    beta: np.ndarray
+    intercept: float
+    features: str = "whitened"
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def gap(self):
+        """Relative duality gap ``(primal - dual) / max(1, |primal|)``."""
+        return (self.primal - self.W) / max(1.0, abs(self.primal))
+
+
+def _linear_svm(F, y, C, tol, max_iter=-1):
+    """Linear SVM with free (unregularised) bias on features ``F`` via libsvm.
+
+    Returns ``(alpha, w, b)`` with ``w = F^T (alpha * y)``.
+    """
+    svc = SVC(kernel="linear", C=C, tol=tol, cache_size=200, max_iter=max_iter, shrinking=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # ConvergenceWarning is reported through the gap instead
+        svc.fit(F, y)
+    alpha = np.zeros(F.shape[0])
+    # libsvm labels the first class seen in sorted order (-1) as the "negative" one:
+    # dual_coef_ = alpha_i * y_i with y in classes_ order (-1, +1) -> sign matches y.
+    alpha[svc.support_] = np.abs(svc.dual_coef_[0])
+    np.minimum(alpha, C, out=alpha)
+    ay = alpha * y
+    w = F.T @ ay
+    # decision_function = w.x + b with libsvm's sign convention for classes_ = [-1, 1]
+    b = float(svc.intercept_[0])
+    return alpha, w, b
+
+
+def _active_set_svm(F, y, C, alpha0, *, max_iter=6, kkt_tol=1e-9):
+    """Warm-started primal-dual active-set solver for the linear SVM with free bias.
+
+    Starting from the partition of a nearby solution ``alpha0`` (margin set ``S``,
+    bound set ``B`` with ``alpha = C``, the rest ``alpha = 0``), solve the KKT
+    system restricted to that partition,
+
+    ``w = F_S^T (y_S alpha_S) + C F_B^T y_B``, ``y^T alpha = 0``,
+    ``y_i (w . F_i + b) = 1`` for ``i`` in ``S``,
+
+    then move violators between the sets and repeat. Between two nearby L-BFGS
+    iterates the partition barely changes, so this usually converges in one to
+    three linear solves of size ``n_features + 1 + |S|``. Returns ``None`` when it
+    does not reach an exact KKT point within ``max_iter`` solves or the margin set
+    becomes degenerate (``|S| > n_features + 1``); the caller then falls back to
+    libsvm. A returned solution satisfies every KKT condition to ``kkt_tol``.
+    """
+    n, m = F.shape
+    bound_tol = 1e-8 * C
+    S = (alpha0 > bound_tol) & (alpha0 < C - bound_tol)
+    B = alpha0 >= C - bound_tol
+    seen = set()
+    for _ in range(max_iter):
+        key = (S.tobytes(), B.tobytes())
+        if key in seen:
+            return None
+        seen.add(key)
+        s_idx = np.flatnonzero(S)
+        k = s_idx.size
+        if k == 0 or k > m + 1:
+            # more margin vectors than dimensions: degenerate, leave it to libsvm
+            return None
+        Fs, ys = F[s_idx], y[s_idx]
+        cb = C * (F[B].T @ y[B])
+        # unknowns: w (m), b (1), alpha_S (k)
+        A = np.zeros((m + 1 + k, m + 1 + k))
+        rhs = np.zeros(m + 1 + k)
+        A[:m, :m] = np.eye(m)
+        A[:m, m + 1:] = -(Fs * ys[:, None]).T
+        rhs[:m] = cb
+        A[m, m + 1:] = ys
+        rhs[m] = -C * y[B].sum()
+        A[m + 1:, :m] = Fs * ys[:, None]
+        A[m + 1:, m] = ys
+        rhs[m + 1:] = 1.0
+        try:
+            sol = np.linalg.solve(A, rhs)
+        except np.linalg.LinAlgError:
+            return None
+        if not np.all(np.isfinite(sol)):
+            return None
+        w, b, a_s = sol[:m], sol[m], sol[m + 1:]
+        margin = y * (F @ w + b)
+        tol = kkt_tol * max(1.0, C)
+        low = a_s < -tol
+        high = a_s > C + tol
+        free = ~(S | B)
+        enter0 = free & (margin < 1.0 - kkt_tol)
+        enterB = B & (margin > 1.0 + kkt_tol)
+        if not (low.any() or high.any() or enter0.any() or enterB.any()):
+            alpha = np.where(B, C, 0.0)
+            alpha[s_idx] = np.clip(a_s, 0.0, C)
+            return alpha, w, b
+        S = S.copy()
+        B = B.copy()
+        S[s_idx[low]] = False
+        S[s_idx[high]] = False
+        B[s_idx[high]] = True
+        S[enter0] = True
+        S[enterB] = True
+        B[enterB] = False
+    return None
+
+
+def _svm_values(F, y, C, alpha, w, b):
+    dual = float(alpha.sum() - 0.5 * w @ w)
+    margins = 1.0 - y * (F @ w + b)
+    primal = float(0.5 * w @ w + C * np.maximum(margins, 0.0).sum())
+    return dual, primal
+
+
+def fixed_z_svm(X, y, Z, kernel, C, *, features="whitened", tol=1e-5, on_singular="raise",
+                Kzx=None, warm_start=None):
+    """SVM with weight vector in ``span{Phi(z_1), ..., Phi(z_Nz)}`` for fixed ``Z``.
+
+    With ``features="whitened"`` this solves problem (28)-(30) exactly: a linear
+    SVM with an unregularised bias on ``phi_z(x) = T psi_z(x)`` (eq. 41-43), which
+    is the dual (37)-(39) with kernel ``K_hat_z`` (eq. 40). Then
+    ``beta = T^T w = (K^z)^{-1} K^{zx} Y alpha^z`` (eq. 45) and ``W(Z)`` is the
+    dual optimum (eq. 44). With ``features="empirical"`` the regulariser is
+    ``beta^T beta`` instead of ``beta^T K^z beta`` (RSVM, section 4.2).
+
+    The inner problem is solved by libsvm (``SVC(kernel="linear")``, free bias)
+    to KKT tolerance ``tol``; the duality gap is reported in ``FixedZSolution.primal``.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+    y : ndarray of shape (n_samples,)
+        Labels in {-1, +1}, both present.
+    Z : ndarray of shape (n_vectors, n_features)
+    kernel : Kernel
+    C : float
+    features : {"whitened", "empirical"}
+    tol : float
+        libsvm stopping tolerance.
+    on_singular : {"raise", "pinv"}
+        See :func:`whitening_transform`.
+    Kzx : ndarray of shape (n_vectors, n_samples), optional
+        Precomputed ``K(Z, X)``.
+    warm_start : ndarray of shape (n_samples,), optional
+        Dual variables of a nearby problem (the previous L-BFGS iterate). Their
+        active set seeds an exact active-set solver; libsvm is used only when that
+        does not converge.
+
+    Returns
+    -------
+    FixedZSolution
+    """
+    if features not in ("whitened", "empirical"):
+        raise ValueError(f"features must be 'whitened' or 'empirical'; got {features!r}.")
+    y = np.asarray(y, dtype=float)
+    if Kzx is None:
+        Kzx = kernel(Z, X)
+    if features == "whitened":
+        T = whitening_transform(kernel(Z), on_singular=on_singular)
+        F = (T @ Kzx).T
+    else:
+        T = None
+        F = Kzx.T
+    solved = None
+    if warm_start is not None:
+        solved = _active_set_svm(F, y, C, np.asarray(warm_start, dtype=float))
+    method = "active-set"
+    if solved is None:
+        solved = _linear_svm(F, y, C, tol)
+        method = "libsvm"
+    alpha, w, b = solved
+    dual, primal = _svm_values(F, y, C, alpha, w, b)
+    beta = T.T @ w if T is not None else w
+    return FixedZSolution(W=dual, primal=primal, alpha=alpha, beta=beta, intercept=b,
+                          features=features, extra={"method": method})
+
+
+def slmc_objective(X, y, Z, kernel, C, *, tol=1e-5, on_singular="raise"):
+    """``W(Z)`` of the sparse large margin classifier (eq. 24-27, 44)."""
+    return fixed_z_svm(X, y, Z, kernel, C, tol=tol, on_singular=on_singular).W
+
+
+def slmc_gradient(X, y, Z, kernel, alpha, beta):
+    """Gradient of ``W(Z)`` (eq. 46, Corollary 2) with ``alpha^z`` held constant.
+
+    With ``u = K^{zx} Y alpha`` and ``beta = (K^z)^{-1} u``,
+    ``W = sum(alpha) - u^T (K^z)^{-1} u / 2``, so
+
+    ``dW/dz_u = -beta_u [ sum_i alpha_i y_i grad_{z_u} k(x_i, z_u)
+                          - sum_b beta_b grad_{z_u} k(z_b, z_u) ]``
+
+    (one-argument gradients; the ``b = u`` term is correct because ``K^z`` is
+    symmetric). Cost ``O((n_SV + N_z) N_z d)``.
+
+    Parameters
+    ----------
+    X, y : training data (only rows with ``alpha > 0`` are used)
+    Z : ndarray of shape (n_vectors, n_features)
+    kernel : Kernel
+    alpha : ndarray of shape (n_samples,)
+    beta : ndarray of shape (n_vectors,)
+
+    Returns
+    -------
+    ndarray of shape (n_vectors, n_features)
+    """
+    sv = alpha > 0
+    ay = alpha[sv] * np.asarray(y, dtype=float)[sv]
+    G = -kernel.gradient_sum(X[sv], Z, np.outer(ay, beta))
+    G += kernel.gradient_sum(Z, Z, np.outer(beta, beta))
+    return G
+
+
+@dataclass
+class OptimizeResult:
+    """Outcome of an L-BFGS run over the expansion vectors."""
+
+    Z: np.ndarray
+    solution: object
+    W_history: list
+    n_iter: int
+    n_evals: int
+    message: str
+
+
+def _lbfgs_over_Z(fun, Z0, max_iter, tol, callback=None):
+    """Minimise ``fun(Z) -> (value, grad, aux)`` over Z with scipy's L-BFGS-B."""
+    shape = Z0.shape
+    cache = {}
+    state = {"n_evals": 0}
+
+    def f(zflat):
+        Z = zflat.reshape(shape)
+        value, grad, aux = fun(Z)
+        state["n_evals"] += 1
+        cache["last"] = (zflat.copy(), value, aux)
+        cache.setdefault("best", (zflat.copy(), value, aux))
+        if value <= cache["best"][1]:
+            cache["best"] = (zflat.copy(), value, aux)
+        return value, grad.ravel()
+
+    history = []
+    v0, _, aux0 = fun(Z0)
+    state["n_evals"] += 1
+    cache["best"] = (Z0.ravel().copy(), v0, aux0)
+    history.append(v0)
+
+    def cb(intermediate_result):
+        history.append(float(intermediate_result.fun))
+        if callback is not None:
+            callback(len(history) - 1, float(intermediate_result.fun))
+
+    res = minimize(f, Z0.ravel(), jac=True, method="L-BFGS-B", callback=cb,
+                   options={"maxiter": max_iter, "ftol": tol, "gtol": 1e-12, "maxcor": 10})
+    zbest, vbest, auxbest = cache["best"]
+    return OptimizeResult(Z=zbest.reshape(shape), solution=auxbest, W_history=history,
+                          n_iter=int(res.nit), n_evals=state["n_evals"], message=str(res.message))
+
+
+def slmc_optimize(X, y, Z0, kernel, C, *, max_iter=100, tol=1e-6, svm_tol=1e-4, warm_start=True,
+                  callback=None):
+    """Minimise the SLMC marginal function ``W(Z)`` over ``Z`` with L-BFGS (section 3.3).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+    y : ndarray of shape (n_samples,) in {-1, +1}
+    Z0 : ndarray of shape (n_vectors, n_features)
+        Initial expansion vectors.
+    kernel : Kernel
+    C : float
+    max_iter : int
+        Maximum number of L-BFGS iterations.
+    tol : float
+        Relative decrease of ``W`` below which L-BFGS stops (scipy's ``ftol``).
+    svm_tol : float
+        Tolerance of the inner SVM (libsvm).
+    warm_start : bool
+        Seed each inner solve with the previous iterate's active set
+        (:func:`_active_set_svm`); ``False`` solves every step from scratch with libsvm.
+    callback : callable ``callback(iteration, W)``, optional
+
+    Returns
+    -------
+    OptimizeResult
+        ``Z``, ``solution`` (:class:`FixedZSolution` at ``Z``), ``W_history`` (``W``
+        at the start and after every L-BFGS iteration; non-increasing).
+    """
+    y = np.asarray(y, dtype=float)
+    warm = {"alpha": None}
+
+    def fun(Z):
+        sol = fixed_z_svm(X, y, Z, kernel, C, tol=svm_tol, on_singular="pinv",
+                          warm_start=warm["alpha"])
+        if warm_start:
+            warm["alpha"] = sol.alpha
+        return sol.W, slmc_gradient(X, y, Z, kernel, sol.alpha, sol.beta), sol
+
+    return _lbfgs_over_Z(fun, np.array(Z0, dtype=float), max_iter, tol, callback)
+
+
+# -- sparse kernel Fisher discriminant (appendix A) ------------------------------------
+def _skfd_parts(X, y, Z, kernel, mu):
+    Kzx = kernel(Z, X)  # psi_z(x_i) as columns
+    Kz = kernel(Z)
+    pos = y > 0
+    m1 = Kzx[:, pos].mean(axis=1)
+    m2 = Kzx[:, ~pos].mean(axis=1)
+    d = m1 - m2
+    Cen = Kzx.copy()
+    Cen[:, pos] -= m1[:, None]
+    Cen[:, ~pos] -= m2[:, None]
+    Bz = Cen @ Cen.T + mu * Kz  # within-class scatter + mu ||w||^2 (eq. 51, 56)
+    return Kzx, Kz, d, Bz
+
+
+def skfd_objective(X, y, Z, kernel, mu):
+    """``W(Z) = -lambda_max(A^z, B^z)`` of sparse KFD (eq. 57-62) and its ``beta``.
+
+    ``A^z = d d^T`` with ``d`` the difference of the class means of ``psi_z(x)``
+    (between-class scatter), ``B^z`` the within-class scatter of ``psi_z(x)`` plus
+    ``mu K^z`` (``mu ||w||^2``, eq. 49). ``A^z`` has rank one, so the largest
+    generalised eigenvalue is ``lambda = d^T (B^z)^{-1} d`` with eigenvector
+    ``beta`` proportional to ``(B^z)^{-1} d``, scaled so ``beta^T B^z beta = 1`` (eq. 61).
+
+    Returns
+    -------
+    W : float
+    beta : ndarray of shape (n_vectors,)
+    lam : float
+    """
+    _, _, d, Bz = _skfd_parts(X, y, Z, kernel, mu)
+    return _skfd_solve(d, Bz)
+
+
+def _skfd_solve(d, Bz):
+    try:
+        cho = linalg.cho_factor(Bz, lower=True)
+        v = linalg.cho_solve(cho, d)
+    except linalg.LinAlgError:
+        v = linalg.lstsq(Bz, d)[0]
+    lam = float(d @ v)
+    beta = v / np.sqrt(max(lam, np.finfo(float).tiny))  # beta^T B beta = v^T d / lam = 1
+    return -lam, beta, lam
+
+
+def skfd_gradient(X, y, Z, kernel, mu, beta, lam):
+    """Gradient of the SKFD marginal function, eq. 63, vectorised.
+
+    With ``s_i = beta^T psi_z(x_i)`` and class means ``s_bar_c``:
+    ``beta^T A^z beta = (s_bar_1 - s_bar_2)^2``,
+    ``beta^T B^z beta = sum_c sum_{i in c} (s_i - s_bar_c)^2 + mu beta^T K^z beta``,
+    and ``d s_i / d z_u = beta_u grad_{z_u} k(x_i, z_u)``.
+    """
+    pos = y > 0
+    s = kernel.mmv(X, Z, beta)
+    n1, n2 = pos.sum(), (~pos).sum()
+    sb1, sb2 = s[pos].mean(), s[~pos].mean()
+    c = np.where(pos, 1.0 / n1, -1.0 / n2)
+    resid = s - np.where(pos, sb1, sb2)
+    weights = -2.0 * (sb1 - sb2) * c + 2.0 * lam * resid
+    G = kernel.gradient_sum(X, Z, np.outer(weights, beta))
+    G += 2.0 * lam * mu * kernel.gradient_sum(Z, Z, np.outer(beta, beta))
+    return G
+
+
+def skfd_optimize(X, y, Z0, kernel, mu, *, max_iter=100, tol=1e-6, callback=None):
+    """Minimise the SKFD marginal function over ``Z`` with L-BFGS (appendix A)."""
+    y = np.asarray(y, dtype=float)
+
+    def fun(Z):
+        W, beta, lam = skfd_objective(X, y, Z, kernel, mu)
+        return W, skfd_gradient(X, y, Z, kernel, mu, beta, lam), (beta, lam)
+
+    return _lbfgs_over_Z(fun, np.array(Z0, dtype=float), max_iter, tol, callback)
+
+
+def _check_C(C, owner):
+    return check_scalar(C, "C", owner, lower=0.0, lower_inclusive=False)
+
+
+def _check_Z(Z, n_features):
+    Z = check_array(Z, "Z")
+    if Z.shape[1] != n_features:
+        raise ValueError(f"Z has {Z.shape[1]} features, but X has {n_features}.")
+    return Z
+
+
+def _is_kernel(kernel):
+    return isinstance(kernel, Kernel)
+
+
+def full_svm_expansion(X, y, kernel, C, *, tol=1e-5):
+    """The standard soft-margin SVM (problem 20-22) as a :class:`KernelExpansion`.
+
+    Trained by libsvm on the precomputed Gram matrix, so any sparsekm kernel works.
+    ``coef = alpha_i y_i`` over the support vectors, ``intercept = b``.
+    """
+    from .expansion import KernelExpansion
+    from .kernels import RBF
+
+    y = np.asarray(y)
+    if isinstance(kernel, RBF):
+        svc = SVC(kernel="rbf", gamma=kernel.gamma, C=C, tol=tol, cache_size=500).fit(X, y)
+    else:
+        svc = SVC(kernel="precomputed", C=C, tol=tol).fit(kernel(X), y)
+    # scikit-learn's binary dual_coef_ is alpha_i y_i with y = +1 for classes_[1].
+    return KernelExpansion(X[svc.support_], svc.dual_coef_[0], kernel, float(svc.intercept_[0]))
+
+
+def svm_dual_objective(X, y, expansion, C):
+    """Dual SVM objective ``sum(alpha) - ||w||^2 / 2`` of a full SVM expansion (eq. 37 with K).
+
+    ``expansion.coef`` must be ``alpha_i y_i`` over training points (as returned by
+    :func:`full_svm_expansion`).
+    """
+    alpha = np.abs(np.asarray(expansion.coef))
+    return float(alpha.sum() - 0.5 * expansion.norm2())
+
+
+def rs_objective(X, y, Z, kernel, C, beta, intercept):
+    """Primal SVM objective (eq. 28) of a given classifier ``(Z, beta, b)``.
+
+    This is what the RS coefficients (eq. 47) achieve on problem (28)-(30), to be
+    compared with ``W(Z)`` of the exact solution (eq. 44): ``W(Z) <= rs_objective``.
+    """
+    y = np.asarray(y, dtype=float)
+    Kz = kernel(Z)
+    f = kernel.mmv(X, Z, beta) + intercept
+    return float(0.5 * beta @ Kz @ beta + C * np.maximum(1.0 - y * f, 0.0).sum())

@@ -1,0 +1,472 @@
+"""Direct sparse kernel classifiers (Wu, Schölkopf, Bakır, JMLR 2006).
+
+Thin scikit-learn shells over :mod:`sparsekm.direct`:
+
+* :class:`SparseLargeMarginClassifier` (alias :data:`SLMC`) -- the SVM with the
+  extra constraint ``w = sum_j beta_j Phi(z_j)`` (eq. 20-23), ``Z`` learned by
+  L-BFGS on the marginal function ``W(Z)`` (eq. 24-27, 44, 46);
+* :class:`SparseKFD` -- sparse kernel Fisher discriminant (appendix A);
+* :class:`RSVM` -- reduced SVM (Lee & Mangasarian): random training points as
+  ``Z``, linear SVM on ``psi_z(x)`` with regulariser ``beta^T beta``;
+* :class:`ModifiedRSVM` -- the same ``Z``, coefficients by eq. 45 (section 4.2);
+* :class:`ModifiedRS` -- reduced-set vectors, coefficients by eq. 45 (section 4.1).
+
+All of them compute their coefficients with the one fixed-``Z`` solver
+:func:`sparsekm.direct.fixed_z_svm`. Multi-class problems are solved one-vs-rest;
+``expansion_`` then has one column per class (the ``Z`` of all binary problems
+stacked, each column non-zero on its own block).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils import check_random_state
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
+
+from .. import direct
+from ..expansion import KernelExpansion
+from ..kernels import resolve_kernel
+from ..persistence import register
+from ..utils.progress import progress
+from ..utils.validation import check_array, check_scalar
+
+__all__ = [
+    "SparseLargeMarginClassifier",
+    "SLMC",
+    "SparseKFD",
+    "RSVM",
+    "ModifiedRSVM",
+    "ModifiedRS",
+]
+
+
+class _DirectSparseBase(ClassifierMixin, BaseEstimator):
+    """Shared validation, one-vs-rest and prediction for the direct sparse classifiers."""
+
+    _uses_n_vectors = True
+
+    # -- validation ----------------------------------------------------------------
+    def _validate_common(self, X, y):
+        owner = type(self).__name__
+        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], y_numeric=False,
+                             multi_output=False)
+        X = check_array(X, "X")
+        y = column_or_1d(y, warn=True)
+        check_classification_targets(y)
+        if y.dtype.kind == "f" and not np.isfinite(y).all():
+            raise ValueError("y contains NaN or infinity.")
+        classes, y_idx = np.unique(y, return_inverse=True)
+        if classes.size < 2:
+            raise ValueError(
+                f"{owner} needs samples of at least 2 classes in the data; got 1 class "
+                f"({classes[0]!r})."
+            )
+        check_scalar(self.C, "C", owner, lower=0.0, lower_inclusive=False)
+        kernel = resolve_kernel(self.kernel, X, owner)
+        return X, y_idx.reshape(-1), classes, kernel
+
+    def _check_n_vectors(self, n_unique):
+        owner = type(self).__name__
+        n_vectors = check_scalar(self.n_vectors, "n_vectors", owner, kind="int", lower=1)
+        if n_vectors > n_unique:
+            raise ValueError(
+                f"n_vectors={n_vectors} is larger than the number of distinct training points "
+                f"({n_unique}); choose n_vectors <= {n_unique}."
+            )
+        return n_vectors
+
+    # -- fitting ---------------------------------------------------------------------
+    def fit(self, X, y):
+        """Fit the classifier.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Class labels (two or more classes; more than two are fitted one-vs-rest).
+
+        Returns
+        -------
+        self
+        """
+        X, y_idx, classes, kernel = self._validate_common(X, y)
+        rng = check_random_state(self.random_state)
+        self._prepare(X, kernel)
+        problems = [0] if classes.size == 2 else list(range(classes.size))
+        Zs, betas, bs, infos = [], [], [], []
+        for k in problems:
+            yk = np.where(y_idx == (1 if classes.size == 2 else k), 1.0, -1.0)
+            Z, beta, b, info = self._fit_binary(X, yk, kernel, rng, k)
+            Zs.append(Z)
+            betas.append(beta)
+            bs.append(b)
+            infos.append(info)
+        if classes.size == 2:
+            self.expansion_ = KernelExpansion(Zs[0], betas[0], kernel, bs[0])
+        else:
+            sizes = [z.shape[0] for z in Zs]
+            coef = np.zeros((sum(sizes), classes.size))
+            start = 0
+            for k, (size, beta) in enumerate(zip(sizes, betas, strict=True)):
+                coef[start:start + size, k] = beta
+                start += size
+            self.expansion_ = KernelExpansion(np.vstack(Zs), coef, kernel, np.array(bs))
+        self.classes_ = classes
+        self._store_info(infos)
+        return self
+
+    def _prepare(self, X, kernel):
+        """Hook: per-fit preprocessing shared by all binary problems."""
+
+    def _store_info(self, infos):
+        self.objective_ = np.array([info.get("W", np.nan) for info in infos])
+        self.duality_gap_ = np.array([info.get("gap", np.nan) for info in infos])
+
+    def _initial_Z(self, X, n_vectors, rng, init="random"):
+        uniq = direct.unique_rows(X)
+        n_vectors = self._check_n_vectors(uniq.size)
+        if not isinstance(init, str):
+            Z0 = direct._check_Z(init, X.shape[1])
+            if Z0.shape[0] != n_vectors:
+                raise ValueError(
+                    f"init has {Z0.shape[0]} rows but n_vectors={n_vectors}; an initial Z must "
+                    "have shape (n_vectors, n_features)."
+                )
+            return np.array(Z0, dtype=float)
+        if init == "random":
+            return X[np.sort(rng.choice(uniq, n_vectors, replace=False))]
+        if init == "kmeans":
+            from sklearn.cluster import KMeans
+
+            km = KMeans(n_clusters=n_vectors, n_init=1, random_state=rng.randint(2**31 - 1))
+            return km.fit(X[uniq]).cluster_centers_
+        raise ValueError(
+            f"The 'init' parameter of {type(self).__name__} must be 'random' or 'kmeans'. "
+            f"Got {init!r} instead."
+        )
+
+    # -- prediction --------------------------------------------------------------------
+    def decision_function(self, X):
+        """Decision values ``f(x) = sum_j beta_j k(x, z_j) + b`` (eq. 1).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) for two classes (positive means ``classes_[1]``),
+        (n_samples, n_classes) otherwise.
+        """
+        check_is_fitted(self, "expansion_")
+        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        return self.expansion_.decision_function(X)
+
+    def predict(self, X):
+        """Predicted class labels, shape (n_samples,)."""
+        f = self.decision_function(X)
+        if f.ndim == 1:
+            return self.classes_[(f > 0).astype(int)]
+        return self.classes_[np.argmax(f, axis=1)]
+
+    @property
+    def n_vectors_(self):
+        """Total number of expansion vectors of the fitted classifier."""
+        check_is_fitted(self, "expansion_")
+        return self.expansion_.n_terms
+
+
+@register
+class SparseLargeMarginClassifier(_DirectSparseBase):
+    """Sparse large margin classifier (SLMC; Wu, Schölkopf & Bakır 2006).
+
+    An SVM whose weight vector is constrained to ``N_z`` free expansion vectors
+    (XVs), ``w = sum_j beta_j Phi(z_j)`` (eq. 20-23). For fixed ``Z`` the SVM is
+    solved exactly as a linear SVM on the whitened empirical kernel map
+    ``phi_z(x) = Lambda^{-1/2} V^T psi_z(x)`` (eq. 41-43), giving the marginal
+    function ``W(Z)`` (eq. 44) and ``beta`` (eq. 45); ``Z`` is then optimised by
+    L-BFGS with the gradient of eq. 46 (Corollary 2).
+
+    Parameters
+    ----------
+    n_vectors : int, default=10
+        Number of expansion vectors ``N_z`` (per binary problem).
+    C : float, default=1.0
+        SVM regularisation constant.
+    kernel : Kernel, str or None, default=None
+        The kernel (``None``: RBF with scikit-learn's ``gamma="scale"``). Must be
+        differentiable (every :mod:`sparsekm.kernels` kernel is).
+    init : {"random", "kmeans"} or array of shape (n_vectors, n_features), default="random"
+        Initial XVs: distinct training points drawn at random (Table 1), k-means
+        centres (Table 2), or given vectors (e.g. the support vectors of an SVM,
+        section 5.7 example 1).
+    max_iter : int, default=100
+        Maximum number of L-BFGS iterations (per binary problem).
+    tol : float, default=1e-6
+        L-BFGS stops when the relative decrease of ``W`` falls below ``tol``.
+    random_state : int, RandomState or None, default=None
+    verbose : bool, default=False
+        Show a progress bar over L-BFGS iterations.
+
+    Attributes
+    ----------
+    expansion_ : KernelExpansion
+        ``f(x) = sum_j beta_j k(x, z_j) + b``; for more than two classes one column
+        per class (one-vs-rest), the XVs of all binary problems stacked.
+    classes_ : ndarray of shape (n_classes,)
+    objective_ : ndarray of shape (n_problems,)
+        Final ``W(Z)`` of each binary problem.
+    W_history_ : list of ndarray
+        ``W(Z)`` at the start and after every L-BFGS iteration, per binary problem.
+    n_iter_ : ndarray of shape (n_problems,)
+    duality_gap_ : ndarray of shape (n_problems,)
+        Relative duality gap of the final inner SVM.
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_moons
+    >>> from sparsekm.kernels import RBF
+    >>> from sparsekm.models import SLMC
+    >>> X, y = make_moons(200, noise=0.1, random_state=0)
+    >>> clf = SLMC(n_vectors=6, C=10.0, kernel=RBF(2.0), random_state=0).fit(X, y)
+    >>> clf.expansion_.n_terms
+    6
+    >>> bool(clf.score(X, y) > 0.95)
+    True
+
+    References
+    ----------
+    M. Wu, B. Schölkopf, G. Bakır. A direct method for building sparse kernel
+    learning algorithms. JMLR 7:603-624, 2006.
+    """
+
+    def __init__(self, n_vectors=10, C=1.0, kernel=None, init="random", max_iter=100, tol=1e-6,
+                 random_state=None, verbose=False):
+        self.n_vectors = n_vectors
+        self.C = C
+        self.kernel = kernel
+        self.init = init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _fit_binary(self, X, y, kernel, rng, k):
+        owner = type(self).__name__
+        max_iter = check_scalar(self.max_iter, "max_iter", owner, kind="int", lower=0)
+        tol = check_scalar(self.tol, "tol", owner, lower=0.0)
+        Z0 = self._initial_Z(X, self.n_vectors, rng, self.init)
+        bar = progress(total=max_iter, desc=f"SLMC {k}", disable=None if self.verbose else True)
+
+        def callback(it, W):
+            bar.update(1)
+            bar.set_postfix(W=f"{W:.6g}")
+
+        res = direct.slmc_optimize(X, y, Z0, kernel, float(self.C), max_iter=max_iter, tol=tol,
+                                   callback=callback)
+        bar.close()
+        # final coefficients at the optimised Z, solved to a tight tolerance
+        sol = direct.fixed_z_svm(X, y, res.Z, kernel, float(self.C), tol=1e-6, on_singular="pinv",
+                                 warm_start=res.solution.alpha)
+        info = {"W": sol.W, "gap": sol.gap, "history": np.array(res.W_history),
+                "n_iter": res.n_iter}
+        return res.Z, sol.beta, sol.intercept, info
+
+    def _store_info(self, infos):
+        super()._store_info(infos)
+        self.W_history_ = [info["history"] for info in infos]
+        self.n_iter_ = np.array([info["n_iter"] for info in infos])
+
+
+SLMC = SparseLargeMarginClassifier
+
+
+@register
+class SparseKFD(_DirectSparseBase):
+    """Sparse kernel Fisher discriminant (Wu et al. 2006, appendix A).
+
+    Maximises the Rayleigh quotient ``w^T A w / (w^T B w + mu ||w||^2)`` (eq. 49)
+    over ``w = sum_j beta_j Phi(z_j)``: for fixed ``Z`` the marginal function is
+    ``W(Z) = -lambda_max(A^z, B^z)`` (eq. 57-62), minimised over ``Z`` with L-BFGS
+    and the gradient of eq. 63. As in the paper, the final ``beta`` and bias come
+    from the SVM problem (37)-(39) on the optimised ``Z``.
+
+    Parameters
+    ----------
+    n_vectors : int, default=10
+    C : float, default=1.0
+        SVM constant of the final coefficient step.
+    mu : float, default=1e-3
+        Regulariser ``mu`` of eq. 49 (``B^z`` = within-class scatter of
+        ``psi_z(x)`` + ``mu K^z``; the scatter is not divided by the sample size).
+    kernel : Kernel, str or None, default=None
+    init : {"kmeans", "random"} or array of shape (n_vectors, n_features), default="kmeans"
+        Table 3 uses k-means initialisation.
+    max_iter : int, default=100
+    tol : float, default=1e-6
+    random_state : int, RandomState or None
+    verbose : bool, default=False
+
+    Attributes
+    ----------
+    expansion_, classes_, objective_ (final ``W(Z)`` of the KFD problem),
+    W_history_, n_iter_, fisher_coef_ (the KFD ``beta`` of eq. 60-61, per problem),
+    n_features_in_
+    """
+
+    def __init__(self, n_vectors=10, C=1.0, mu=1e-3, kernel=None, init="kmeans", max_iter=100,
+                 tol=1e-6, random_state=None, verbose=False):
+        self.n_vectors = n_vectors
+        self.C = C
+        self.mu = mu
+        self.kernel = kernel
+        self.init = init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _fit_binary(self, X, y, kernel, rng, k):
+        owner = type(self).__name__
+        max_iter = check_scalar(self.max_iter, "max_iter", owner, kind="int", lower=0)
+        tol = check_scalar(self.tol, "tol", owner, lower=0.0)
+        mu = check_scalar(self.mu, "mu", owner, lower=0.0, lower_inclusive=False)
+        Z0 = self._initial_Z(X, self.n_vectors, rng, self.init)
+        bar = progress(total=max_iter, desc=f"SKFD {k}", disable=None if self.verbose else True)
+        res = direct.skfd_optimize(X, y, Z0, kernel, mu, max_iter=max_iter, tol=tol,
+                                   callback=lambda it, W: bar.update(1))
+        bar.close()
+        sol = direct.fixed_z_svm(X, y, res.Z, kernel, float(self.C), on_singular="pinv")
+        info = {"W": res.W_history[-1] if res.W_history else np.nan, "gap": sol.gap,
+                "history": np.array(res.W_history), "n_iter": res.n_iter,
+                "fisher_coef": res.solution[0]}
+        return res.Z, sol.beta, sol.intercept, info
+
+    def _store_info(self, infos):
+        super()._store_info(infos)
+        self.W_history_ = [info["history"] for info in infos]
+        self.n_iter_ = np.array([info["n_iter"] for info in infos])
+        self.fisher_coef_ = [info["fisher_coef"] for info in infos]
+
+
+class _FixedZClassifier(_DirectSparseBase):
+    """Fixed ``Z`` (random training points or given), coefficients by the fixed-Z solver."""
+
+    _features = "whitened"
+
+    def _fit_binary(self, X, y, kernel, rng, k):
+        Z = self._initial_Z(X, self.n_vectors, rng, "random")
+        sol = direct.fixed_z_svm(X, y, Z, kernel, float(self.C), features=self._features,
+                                 on_singular="pinv")
+        return Z, sol.beta, sol.intercept, {"W": sol.W, "gap": sol.gap}
+
+
+@register
+class RSVM(_FixedZClassifier):
+    """Reduced SVM (Lee & Mangasarian 2001; Lin & Lin 2003), as compared in Wu et al. §4.2.
+
+    ``N_z`` distinct training points drawn at random are the expansion vectors; the
+    coefficients are the weights of a linear SVM (free bias) on the empirical
+    kernel map ``psi_z(x) = K(Z, x)`` (eq. 31), i.e. problem (28)-(30) with the
+    regulariser ``beta^T K^z beta`` replaced by ``beta^T beta``.
+
+    Parameters
+    ----------
+    n_vectors : int, default=10
+    C : float, default=1.0
+    kernel : Kernel, str or None, default=None
+    random_state : int, RandomState or None
+
+    Attributes
+    ----------
+    expansion_, classes_, objective_, duality_gap_, n_features_in_
+    """
+
+    _features = "empirical"
+
+    def __init__(self, n_vectors=10, C=1.0, kernel=None, random_state=None):
+        self.n_vectors = n_vectors
+        self.C = C
+        self.kernel = kernel
+        self.random_state = random_state
+
+
+@register
+class ModifiedRSVM(_FixedZClassifier):
+    """Modified RSVM (MRSVM, Wu et al. §4.2): RSVM's random XVs, coefficients by eq. 45.
+
+    For the randomly chosen ``Z`` the SVM restricted to ``span{Phi(z_j)}`` is solved
+    exactly (problem 28-30), which is the SLMC inner problem without optimising ``Z``.
+
+    Parameters
+    ----------
+    n_vectors : int, default=10
+    C : float, default=1.0
+    kernel : Kernel, str or None, default=None
+    random_state : int, RandomState or None
+        With the same ``random_state`` and data, :class:`RSVM` picks the same XVs.
+    """
+
+    def __init__(self, n_vectors=10, C=1.0, kernel=None, random_state=None):
+        self.n_vectors = n_vectors
+        self.C = C
+        self.kernel = kernel
+        self.random_state = random_state
+
+
+@register
+class ModifiedRS(_DirectSparseBase):
+    """Modified reduced-set method (MRS, Wu et al. §4.1).
+
+    The reduced-set (RS) method approximates an SVM ``Psi = sum_i alpha_i y_i Phi(x_i)``
+    by ``N_z`` vectors ``Z`` and coefficients ``beta = (K^z)^{-1} K^{zx} Y alpha``
+    (eq. 47). MRS keeps the RS vectors but computes the coefficients and bias by
+    eq. 45, i.e. trains the SVM restricted to ``span{Phi(z_j)}`` exactly, which can
+    only lower the SVM objective: ``W_MRS(Z) <= W_RS(Z)`` for the same ``Z``.
+
+    Parameters
+    ----------
+    n_vectors : int, default=10
+        Number of RS vectors to construct (ignored when ``Z`` is given).
+    C : float, default=1.0
+    kernel : Kernel, str or None, default=None
+    Z : array-like of shape (n_vectors, n_features), list of such arrays, or None
+        Reduced-set vectors. An array is used for every binary problem; a list
+        gives one array per one-vs-rest problem (in ``classes_`` order). ``None``
+        trains an SVM and builds the RS vectors with
+        ``sparsekm.reduced_set.construct`` (needs the reduced-set module).
+    random_state : int, RandomState or None
+
+    Attributes
+    ----------
+    expansion_, classes_, objective_ (``W`` of eq. 44 at ``Z``), duality_gap_,
+    n_features_in_
+    """
+
+    def __init__(self, n_vectors=10, C=1.0, kernel=None, Z=None, random_state=None):
+        self.n_vectors = n_vectors
+        self.C = C
+        self.kernel = kernel
+        self.Z = Z
+        self.random_state = random_state
+
+    def _rs_vectors(self, X, y, kernel, rng, k):
+        if self.Z is not None:
+            Z = self.Z[k] if isinstance(self.Z, (list, tuple)) else self.Z
+            return direct._check_Z(Z, X.shape[1])
+        try:
+            from ..reduced_set import construct
+        except ImportError:
+            raise ValueError(
+                "ModifiedRS needs reduced-set vectors: pass Z=... (e.g. from your own RS "
+                "construction); sparsekm.reduced_set.construct is not available in this build."
+            ) from None
+        n_vectors = self._check_n_vectors(direct.unique_rows(X).size)
+        svm = direct.full_svm_expansion(X, y, kernel, float(self.C))
+        reduced = construct(svm, n_vectors, random_state=rng.randint(2**31 - 1))
+        reduced = getattr(reduced, "expansion", reduced)
+        return np.asarray(reduced.vectors)
+
+    def _fit_binary(self, X, y, kernel, rng, k):
+        Z = self._rs_vectors(X, y, kernel, rng, k)
+        sol = direct.fixed_z_svm(X, y, Z, kernel, float(self.C), on_singular="pinv")
+        return Z, sol.beta, sol.intercept, {"W": sol.W, "gap": sol.gap}
