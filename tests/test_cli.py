@@ -98,3 +98,36 @@ def test_predict_errors_are_one_line(tmp_path, capsys):
     np.save(tmp_path / "nan.npy", np.array([[np.nan, 1.0]]))
     assert main(["predict", str(tmp_path / "m.skm"), str(tmp_path / "nan.npy")]) == 1
     assert "contains NaN" in capsys.readouterr().err
+
+
+def test_reduce_saved_svc_and_predict(tmp_path, capsys):
+    import joblib
+    import numpy as np
+    from sklearn.svm import SVC
+
+    import sparsekm
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 2))
+    y = (X[:, 0] ** 2 + X[:, 1] > 0.3).astype(int)
+    svc = SVC(gamma=0.5, C=10).fit(X, y)
+    joblib.dump(svc, tmp_path / "svc.joblib")
+    # without --trust-pickle a pickle is refused with a one-line explanation
+    assert main(["reduce", str(tmp_path / "svc.joblib"), "-n", "5", "-o",
+                 str(tmp_path / "r.skm")]) == 1
+    assert "--trust-pickle" in capsys.readouterr().err
+    assert main(["--quiet", "reduce", str(tmp_path / "svc.joblib"), "-n", "8", "--trust-pickle",
+                 "-o", str(tmp_path / "r.skm")]) == 0
+    out = capsys.readouterr()
+    assert "reduced with construct to 8 vectors" in out.out
+    assert "unpickling" in out.err
+    reduced = sparsekm.load(tmp_path / "r.skm")
+    assert reduced.n_terms == 8
+    # the 8-vector machine agrees with the full SVC on most points
+    agree = np.mean((reduced.decision_function(X) > 0) == svc.predict(X).astype(bool))
+    assert agree > 0.9
+    # and a saved sparsekm expansion is reduced without any pickle
+    sparsekm.save(sparsekm.KernelExpansion.from_estimator(svc), tmp_path / "full.skm")
+    assert main(["--quiet", "reduce", str(tmp_path / "full.skm"), "-n", "6", "--method",
+                 "select-kpca", "-o", str(tmp_path / "s.skm")]) == 0
+    assert sparsekm.load(tmp_path / "s.skm").n_terms == 6

@@ -247,6 +247,65 @@ def cmd_predict(args):
     return 0
 
 
+# -- reduce -------------------------------------------------------------------------
+REDUCE_METHODS = ("construct", "construct+refine", "select-kpca", "select-l1")
+
+
+def load_model(path, trust_pickle=False):
+    """Load a model: a sparsekm file, or (only with ``trust_pickle``) a joblib pickle.
+
+    Returns ``(expansion, source)`` where ``source`` names what was loaded.
+    """
+    from .expansion import KernelExpansion
+    from .persistence import FormatError, load
+
+    try:
+        obj = load(path)
+        source = f"sparsekm file ({type(obj).__name__})"
+    except FormatError as exc:
+        if not trust_pickle:
+            raise ValueError(
+                f"{path} is not a sparsekm file ({exc}). If it is a scikit-learn model saved "
+                "with joblib and you trust its origin, pass --trust-pickle (unpickling can run "
+                "arbitrary code)."
+            ) from None
+        import joblib
+
+        print(f"sparsekm: warning: unpickling {path} (--trust-pickle); only do this for files "
+              "you trust", file=sys.stderr)
+        obj = joblib.load(path)
+        source = f"joblib pickle ({type(obj).__name__})"
+    return KernelExpansion.from_estimator(obj), source
+
+
+def cmd_reduce(args):
+    import numpy as np
+
+    from . import reduced_set
+    from .persistence import save
+
+    psi, source = load_model(args.model, args.trust_pickle)
+    n = args.n_vectors
+    if args.method in ("construct", "construct+refine"):
+        res = reduced_set.construct(psi, n, shared=args.shared,
+                                    refine=args.method == "construct+refine",
+                                    random_state=args.seed, progress=not args.quiet)
+    elif args.method == "select-kpca":
+        res = reduced_set.select_kpca(psi, n)
+    else:
+        res = reduced_set.select_l1(psi, n_vectors=n)
+    reduced = res.expansion
+    save(reduced, args.output)
+    rel = np.atleast_1d(res.relative_objective)
+    print(f"loaded {args.model}: {source}, {psi.n_terms} vectors, {psi.n_outputs} output(s)")
+    print(f"reduced with {args.method} to {reduced.n_terms} vectors "
+          f"({psi.n_terms / max(reduced.n_terms, 1):.1f}x fewer kernel evaluations)")
+    print("relative error ||Psi - Psi'||^2 / ||Psi||^2 per output: "
+          + ", ".join(f"{v:.3g}" for v in rel))
+    print(f"saved {args.output} (apply it with: sparsekm predict {args.output} DATA)")
+    return 0
+
+
 def _usage_error(msg):
     print(f"sparsekm: error: {msg}", file=sys.stderr)
     return 2
@@ -286,6 +345,22 @@ def build_parser():
 
     p = add_command(parser, "info", "versions, BLAS and whether the data folder is found")
     p.set_defaults(func=cmd_info)
+
+    p = add_command(parser, "reduce",
+                    "shrink a saved kernel machine to N expansion vectors (reduced set)")
+    p.add_argument("model", help="a sparsekm file, or a joblib-saved scikit-learn SVC / SVR / "
+                                 "OneVsRestClassifier(SVC) / KernelPCA with --trust-pickle")
+    p.add_argument("-n", "--n-vectors", type=int, required=True,
+                   help="number of reduced-set vectors (per output unless --shared)")
+    p.add_argument("--method", choices=REDUCE_METHODS, default="construct",
+                   help="RS construction (eq. 16/75-77, optionally + phase 2) or selection "
+                        "(kernel PCA eq. 63-65, L1 eq. 66-69); default construct")
+    p.add_argument("--shared", action="store_true",
+                   help="one shared set of vectors for all outputs (construct only)")
+    p.add_argument("-o", "--output", required=True, help="output file (.skm)")
+    p.add_argument("--trust-pickle", action="store_true",
+                   help="allow loading a joblib pickle (can execute code: trusted files only)")
+    p.set_defaults(func=cmd_reduce)
 
     p = add_command(parser, "predict", "apply a saved model (.skm) to data (.npy or .csv)")
     p.add_argument("model", help="model file written by sparsekm.save or 'sparsekm reduce'")
