@@ -51,7 +51,8 @@ def image_grid(images, image_shape, *, titles=None, ncols=10, cmap="gray_r", sup
     n = images.shape[0]
     ncols = max(1, min(ncols, n))
     nrows = int(np.ceil(n / ncols))
-    fig, axes = plt.subplots(nrows, ncols, figsize=(1.2 * ncols, 1.35 * nrows), squeeze=False)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(1.2 * ncols, 1.35 * nrows), squeeze=False,
+                             layout="constrained")
     for i, ax in enumerate(axes.flat):
         ax.set_axis_off()
         if i >= n:
