@@ -205,3 +205,27 @@ def test_cli_denoise(tmp_path, capsys):
                  "--n-components", "1", "--linear", "--quiet"]) == 0
     np.testing.assert_allclose(np.loadtxt(tmp_path / "lin.txt", ndmin=2),
                                linear_pca_denoise(X, N, 1), atol=1e-12)
+
+
+def test_uncentred_kernel_pca(data):
+    X, Xt = data
+    kp = KernelPCA(6, kernel=RBF(0.3), center=False).fit(X)
+    K = kp.kernel_(X)
+    w, V = np.linalg.eigh(K)
+    np.testing.assert_allclose(kp.eigenvalues_, w[::-1][:6], rtol=1e-10)
+    np.testing.assert_allclose(kp.transform(Xt), kp.kernel_(Xt, X) @ kp.eigenvectors_,
+                               rtol=1e-12)
+    np.testing.assert_allclose(kp.expansions_.decision_function(Xt), kp.transform(Xt),
+                               atol=1e-12)
+    V = kp.component_expansion()
+    np.testing.assert_allclose(V.inner(V), np.eye(6), atol=1e-10)
+    B = kp.transform(Xt)
+    P = kp.projection_expansion(Xt, 4)
+    expected = np.vstack([B[:, :4].T, np.zeros((2, len(Xt)))])  # orthogonal to V^5, V^6
+    np.testing.assert_allclose(V.inner(P), expected, atol=1e-10)
+    # Full rank: the projection of a training point is its own image.
+    small = KernelPCA(kernel=RBF(0.5), center=False).fit(X[:20])
+    phi = KernelExpansion(X[:3], np.eye(3), small.kernel_)
+    np.testing.assert_allclose(small.projection_expansion(X[:3]).distance2(phi), 0.0, atol=1e-8)
+    with pytest.raises(ValueError, match="'center' parameter of KernelPCA must be a bool"):
+        KernelPCA(center="yes").fit(X)

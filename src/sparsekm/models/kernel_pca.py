@@ -80,6 +80,10 @@ class KernelPCA(TransformerMixin, BaseEstimator):
     random_state : int, RandomState instance or None, default=None
         Seeds the arpack start vector, the randomized solver and the random
         starts of the pre-image solvers.
+    center : bool, default=True
+        Centre the data in feature space (footnote 9; the paper's kernel PCA).
+        ``False`` diagonalises the uncentred Gram matrix (PCA of the second-moment
+        operator, "uncentred kernel PCA"); projections then contain no mean term.
 
     Attributes
     ----------
@@ -125,13 +129,14 @@ class KernelPCA(TransformerMixin, BaseEstimator):
     """
 
     def __init__(self, n_components=None, kernel=None, eigen_solver="auto", tol=0.0,
-                 max_iter=None, random_state=None):
+                 max_iter=None, random_state=None, center=True):
         self.n_components = n_components
         self.kernel = kernel
         self.eigen_solver = eigen_solver
         self.tol = tol
         self.max_iter = max_iter
         self.random_state = random_state
+        self.center = center
 
     # -- fitting -----------------------------------------------------------------
     def fit(self, X, y=None):
@@ -160,6 +165,10 @@ class KernelPCA(TransformerMixin, BaseEstimator):
         tol = check_scalar(self.tol, "tol", "KernelPCA", lower=0)
         max_iter = check_scalar(self.max_iter, "max_iter", "KernelPCA", kind="int", lower=1,
                                 allow_none=True)
+        if not isinstance(self.center, (bool, np.bool_)):
+            raise ValueError(
+                f"The 'center' parameter of KernelPCA must be a bool. Got {self.center!r} instead."
+            )
         rng = check_random_state(self.random_state)
         kernel = resolve_kernel(self.kernel, X, "KernelPCA")
         if not kernel.is_psd:
@@ -169,12 +178,15 @@ class KernelPCA(TransformerMixin, BaseEstimator):
             )
         X64 = np.asarray(X, dtype=np.float64)
         K = kernel(X64)
-        rows = K.mean(axis=0)
-        total = float(rows.mean())
-        # Centring in feature space (footnote 9), in place.
-        K -= rows[:, None]
-        K -= rows[None, :]
-        K += total
+        if self.center:
+            rows = K.mean(axis=0)
+            total = float(rows.mean())
+            # Centring in feature space (footnote 9), in place.
+            K -= rows[:, None]
+            K -= rows[None, :]
+            K += total
+        else:
+            rows, total = np.zeros(n), 0.0
 
         k = n if n_components is None else min(n_components, n)
         solver = self.eigen_solver
@@ -225,6 +237,8 @@ class KernelPCA(TransformerMixin, BaseEstimator):
     def _build_expansions(self):
         # sum_i a_i k~(x_i, x) = sum_i (a_i - sum(a)/l) k(x_i, x) - a.m + sum(a) m_all
         A = self.eigenvectors_
+        if not self.center:
+            return KernelExpansion(self.X_fit_, A, self.kernel_)
         n = A.shape[0]
         colsum = A.sum(axis=0)
         coef = A - colsum / n
@@ -239,6 +253,8 @@ class KernelPCA(TransformerMixin, BaseEstimator):
 
     def _centred_kernel(self, X):
         Kx = self.kernel_(X, self.X_fit_)
+        if not self.center:
+            return Kx
         Kx -= Kx.mean(axis=1, keepdims=True)
         Kx -= self.K_fit_rows_[None, :]
         Kx += self.K_fit_all_
@@ -268,6 +284,8 @@ class KernelPCA(TransformerMixin, BaseEstimator):
     def _expansion_from_scores(self, B):
         """``mean + sum_{k<=n} B[:, k] V^k`` as a multi-output expansion (one column per row)."""
         A = self.eigenvectors_[:, :B.shape[1]]
+        if not self.center:
+            return KernelExpansion(self.X_fit_, A @ B.T, self.kernel_)
         n = A.shape[0]
         # gamma_i = sum_k beta_k alpha_i^k + (1 - sum_k beta_k sum_j alpha_j^k) / l
         coef = A @ B.T + (1.0 - B @ A.sum(axis=0))[None, :] / n
@@ -275,6 +293,8 @@ class KernelPCA(TransformerMixin, BaseEstimator):
 
     def projection_expansion(self, X, n_components=None):
         """``mean + P_n Phi~(x)`` (eq. 42) for each row of ``X`` as one expansion.
+
+        With ``center=False`` it is the plain projection ``P_n Phi(x)``.
 
         Parameters
         ----------
@@ -387,6 +407,8 @@ class KernelPCA(TransformerMixin, BaseEstimator):
                 f"got {components!r}."
             )
         A = self.eigenvectors_[:, idx]
+        if not self.center:
+            return KernelExpansion(self.X_fit_, A, self.kernel_)
         return KernelExpansion(self.X_fit_, A - A.sum(axis=0) / A.shape[0], self.kernel_)
 
     def component_preimages(self, components=None, method="auto", **kwargs):
