@@ -21,6 +21,8 @@ _CHECK_PARAMS: dict[str, dict] = {
     "RSVM": {"n_vectors": 8},
     "ModifiedRSVM": {"n_vectors": 8},
     "ModifiedRS": {"n_vectors": 3},
+    "ReducedSetClassifier": {"n_vectors": 5, "n_init": 2, "max_iter": 30, "random_state": 0},
+    "ReducedSetRegressor": {"n_vectors": 5, "n_init": 2, "max_iter": 30, "random_state": 0},
 }
 
 

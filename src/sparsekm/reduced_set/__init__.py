@@ -1,3 +1,40 @@
-"""Reduced-set methods: approximate an expansion by one with few terms."""
+"""Reduced-set methods: approximate a kernel expansion by one with few terms.
 
-__all__: list[str] = []
+Functions (the mathematics; estimators in :mod:`sparsekm.models.reduced_set`):
+
+* :func:`optimal_coefficients` -- Proposition 8, ``beta = (K^z)^-1 K^zx alpha``;
+* :func:`construct` / :func:`refine` -- RS construction by iterated one-term
+  approximations (phase 1) and joint L-BFGS over all ``(z_j, beta_j)`` (phase 2),
+  separately per output or with one shared set of vectors;
+* :func:`select_kpca`, :func:`select_l1`, :func:`select_l1_multi`,
+  :func:`exact_reduction` -- RS selection among the original vectors;
+* :func:`refit_intercept` -- the training-error optimal threshold.
+"""
+
+from ._base import (
+    ReducedSetResult,
+    ReducedSetWarning,
+    approximation_error,
+    optimal_coefficients,
+    optimal_threshold,
+    refit_intercept,
+)
+from ._one_term import one_term_shared
+from .construction import construct, refine
+from .selection import exact_reduction, select_kpca, select_l1, select_l1_multi
+
+__all__ = [
+    "ReducedSetResult",
+    "ReducedSetWarning",
+    "approximation_error",
+    "optimal_coefficients",
+    "optimal_threshold",
+    "refit_intercept",
+    "one_term_shared",
+    "construct",
+    "refine",
+    "select_kpca",
+    "select_l1",
+    "select_l1_multi",
+    "exact_reduction",
+]

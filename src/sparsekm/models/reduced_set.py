@@ -1,0 +1,468 @@
+"""Reduced-set estimators: small, fast versions of trained kernel machines.
+
+Thin scikit-learn shells over :mod:`sparsekm.reduced_set`: fit (or take) an SVM,
+convert it to a :class:`~sparsekm.KernelExpansion`, approximate the expansion with
+``n_vectors`` terms (construction, phase 2, selection) and re-fit the threshold.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
+from sklearn.exceptions import NotFittedError
+from sklearn.multiclass import OneVsRestClassifier
+from sklearn.svm import SVC, SVR
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .. import persistence
+from ..expansion import KernelExpansion
+from ..reduced_set import (
+    construct,
+    refit_intercept,
+    select_kpca,
+    select_l1,
+    select_l1_multi,
+)
+from ..reduced_set._base import ReducedSetResult
+from ..utils.validation import check_scalar
+
+__all__ = ["ReducedSetClassifier", "ReducedSetRegressor", "reduce_kernel_pca", "reduce_expansion"]
+
+_METHODS = ("construct", "construct+refine", "select-kpca", "select-l1")
+
+
+def _is_fitted(est):
+    try:
+        check_is_fitted(est)
+    except NotFittedError:
+        return False
+    except TypeError:
+        return False
+    return True
+
+
+def _check_method(method, owner):
+    if method not in _METHODS:
+        raise ValueError(
+            f"The 'method' parameter of {owner} must be one of {list(_METHODS)}. Got {method!r} "
+            "instead.")
+
+
+def _l1_multi_for_size(expansion, n_vectors, c, max_steps=14):
+    """``select_l1_multi`` with ``lam`` bisected (log scale) to keep at most ``n_vectors``."""
+    lo, hi = 1e-8, None
+    lam = 1.0
+    best = None
+    B0 = None
+    for _ in range(max_steps):
+        res = select_l1_multi(expansion, lam, c=c, B0=B0, max_iter=5000, tol=1e-6)
+        B0 = res.info["B_l1"]
+        n = res.expansion.n_terms
+        if n <= n_vectors:
+            if best is None or n > best.expansion.n_terms:
+                best = res
+            if n == n_vectors:
+                break
+            hi = lam
+        else:
+            lo = lam
+        lam = np.sqrt(lo * hi) if hi is not None else lam * 10.0
+    if best is None:
+        best = res
+    return best
+
+
+def reduce_expansion(expansion, n_vectors, *, method="construct", shared=False, c="inverse",
+                     lam=None, n_init=5, max_iter=200, refine_max_iter=300, random_state=None):
+    """Approximate ``expansion`` with ``n_vectors`` terms by the named method.
+
+    The common entry point of the estimators (and of :func:`reduce_kernel_pca`).
+
+    Parameters
+    ----------
+    expansion : KernelExpansion
+    n_vectors : int
+        Vectors per output (``shared=False``) or in total (``shared=True``).
+    method : {"construct", "construct+refine", "select-kpca", "select-l1"}
+    shared : bool
+        Multi-output expansions: one shared set of vectors for all outputs
+        (section 5) or one set per output.
+    c : {"uniform", "inverse"}
+        Weights of the L1 selection (eq. 66/70).
+    lam : float, optional
+        L1 selection: fixed ``lambda`` instead of aiming at ``n_vectors``.
+    n_init, max_iter, refine_max_iter, random_state
+        Passed to :func:`~sparsekm.reduced_set.construct`.
+
+    Returns
+    -------
+    ReducedSetResult
+    """
+    _check_method(method, "reduce_expansion")
+    if method in ("construct", "construct+refine"):
+        return construct(expansion, n_vectors, shared=shared, refine=method == "construct+refine",
+                         n_init=n_init, max_iter=max_iter, refine_max_iter=refine_max_iter,
+                         random_state=random_state)
+    multi = expansion.is_multioutput and expansion.n_outputs > 1
+    if multi and shared:
+        if method == "select-kpca":
+            return select_kpca(expansion, n_vectors)
+        if lam is not None:
+            return select_l1_multi(expansion, lam, c=c)
+        return _l1_multi_for_size(expansion, n_vectors, c)
+    outputs = [expansion.output(k) for k in range(expansion.n_outputs)] if \
+        expansion.is_multioutput else [expansion]
+    results = []
+    for e in outputs:
+        e = e.compress()  # only this output's own vectors
+        if method == "select-kpca":
+            results.append(select_kpca(e, min(n_vectors, e.n_terms)))
+        elif lam is not None:
+            results.append(select_l1(e, lam, c=c))
+        else:
+            results.append(select_l1(e, n_vectors=n_vectors, c=c))
+    if not expansion.is_multioutput:
+        return results[0]
+    Z = np.vstack([r.expansion.vectors for r in results])
+    coef = np.zeros((Z.shape[0], len(results)))
+    start = 0
+    for k, r in enumerate(results):
+        coef[start:start + r.expansion.n_terms, k] = r.expansion.coef
+        start += r.expansion.n_terms
+    red = KernelExpansion(Z, coef, expansion.kernel, expansion.intercept)
+    obj = np.array([r.objective for r in results])
+    return ReducedSetResult(red, obj, obj[None], norm2=np.array([r.norm2 for r in results]))
+
+
+class _ReducedSetBase(BaseEstimator):
+    def _validate_common(self, owner):
+        check_scalar(self.n_vectors, "n_vectors", owner, kind="int", lower=1)
+        _check_method(self.method, owner)
+        if self.shared not in (True, False):
+            raise ValueError(
+                f"The 'shared' parameter of {owner} must be a bool. Got {self.shared!r} instead.")
+
+    def _reduce(self, expansion):
+        return reduce_expansion(
+            expansion, self.n_vectors, method=self.method, shared=self.shared, c=self.c,
+            lam=self.lam, n_init=self.n_init, max_iter=self.max_iter,
+            refine_max_iter=self.refine_max_iter, random_state=self.random_state)
+
+    def _fitted_model(self, X, y, default):
+        est = default if self.estimator is None else self.estimator
+        if _is_fitted(est) and getattr(est, "n_features_in_", X.shape[1]) == X.shape[1]:
+            return est
+        return clone(est).fit(X, y)
+
+    def _evaluate(self, X):
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        return self.expansion_.decision_function(np.asarray(X, dtype=np.float64))
+
+
+@persistence.register
+class ReducedSetClassifier(ClassifierMixin, _ReducedSetBase):
+    """An SVM classifier approximated by a reduced set of ``n_vectors`` vectors.
+
+    Wraps a binary ``SVC`` or a ``OneVsRestClassifier(SVC)`` (fitted or not),
+    approximates its kernel expansion ``Psi = sum_i alpha_i Phi(x_i)`` by
+    ``Psi' = sum_j beta_j Phi(z_j)`` and predicts with ``Psi'``: the cost of a
+    prediction drops from the number of support vectors to ``n_vectors`` (per
+    classifier, or in total with ``shared=True``).
+
+    Parameters
+    ----------
+    estimator : SVC or OneVsRestClassifier, default=None
+        The machine to reduce; ``None`` means ``SVC()``. A multi-class problem with
+        an ``SVC`` is wrapped in ``OneVsRestClassifier``. Fitted estimators are used
+        as they are (``fit`` then only re-fits the thresholds); unfitted ones are
+        cloned and fitted on ``X, y``.
+    n_vectors : int, default=25
+        Reduced-set size ``N_z`` (per binary classifier unless ``shared``).
+    method : {"construct", "construct+refine", "select-kpca", "select-l1"}, default="construct"
+        Iterated one-term construction (eq. 15-17/74-77), the same followed by
+        phase 2 (L-BFGS over all ``(z_j, beta_j)``), selection by kernel PCA
+        (eq. 63-65) or by an L1 penalty (eq. 66-69; ``eq. 70-73`` when shared).
+    shared : bool, default=False
+        Multi-class: one set of vectors shared by all one-vs-rest classifiers
+        (section 5), each keeping its own coefficients.
+    refit_intercept : bool or "joint", default=True
+        Re-compute the thresholds on the training set: ``True`` per binary
+        classifier (training-error optimal, as in the papers), ``"joint"`` for
+        the multi-class argmax, ``False`` keeps the SVM's thresholds.
+    c : {"uniform", "inverse"}, default="inverse"
+        Weights of the L1 selection.
+    lam : float, default=None
+        L1 selection: fixed ``lambda`` instead of aiming at ``n_vectors``.
+    n_init : int, default=5
+        Starting points per one-term step (construction).
+    max_iter : int, default=200
+        Iterations per one-term step.
+    refine_max_iter : int, default=300
+        L-BFGS iterations of phase 2.
+    random_state : int, RandomState instance or None, default=None
+
+    Attributes
+    ----------
+    expansion_ : KernelExpansion
+        The reduced machine (one output per class for multi-class problems).
+    n_vectors_ : int
+        Distinct vectors in ``expansion_``: kernel evaluations per prediction.
+    n_support_vectors_ : int
+        Distinct support vectors of the original machine.
+    objective_ : float or ndarray of shape (n_classes,)
+        ``||Psi - Psi'||^2`` per classifier.
+    n_iter_ : int
+        Iterations of the inner solvers (at least 1).
+    relative_objective_ : float or ndarray
+        ``||Psi - Psi'||^2 / ||Psi||^2``.
+    classes_ : ndarray of shape (n_classes,)
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_moons
+    >>> from sklearn.svm import SVC
+    >>> from sparsekm.models import ReducedSetClassifier
+    >>> X, y = make_moons(200, noise=0.2, random_state=0)
+    >>> clf = ReducedSetClassifier(SVC(C=10), n_vectors=10, random_state=0).fit(X, y)
+    >>> clf.n_vectors_
+    10
+    >>> bool(clf.score(X, y) > 0.9)
+    True
+    """
+
+    def __init__(self, estimator=None, n_vectors=25, method="construct", shared=False,
+                 refit_intercept=True, c="inverse", lam=None, n_init=5, max_iter=200,
+                 refine_max_iter=300, random_state=None):
+        self.estimator = estimator
+        self.n_vectors = n_vectors
+        self.method = method
+        self.shared = shared
+        self.refit_intercept = refit_intercept
+        self.c = c
+        self.lam = lam
+        self.n_init = n_init
+        self.max_iter = max_iter
+        self.refine_max_iter = refine_max_iter
+        self.random_state = random_state
+
+    def fit(self, X, y):
+        """Fit (if needed) the SVM, reduce its expansion and re-fit the thresholds.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self
+        """
+        owner = type(self).__name__
+        self._validate_common(owner)
+        if self.refit_intercept not in (True, False, "joint"):
+            raise ValueError(
+                f"The 'refit_intercept' parameter of {owner} must be True, False or 'joint'. "
+                f"Got {self.refit_intercept!r} instead.")
+        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
+        X = np.asarray(X, dtype=np.float64)
+        check_classification_targets(y)
+        classes = np.unique(y)
+        if classes.size < 2:
+            raise ValueError(
+                f"{owner} needs samples of at least 2 classes in the data; got 1 class "
+                f"({classes[0]!r}).")
+        base = SVC() if self.estimator is None else self.estimator
+        if not isinstance(base, (SVC, OneVsRestClassifier)):
+            raise TypeError(
+                f"The 'estimator' parameter of {owner} must be an SVC or a "
+                f"OneVsRestClassifier(SVC); got {type(base).__name__}.")
+        if classes.size > 2 and isinstance(base, SVC):
+            base = OneVsRestClassifier(base)
+        model = self._fitted_model(X, y, base)
+        self.classes_ = np.asarray(model.classes_)
+        expansion = KernelExpansion.from_estimator(model)
+        self.n_support_vectors_ = int(expansion.compress().n_terms)
+        res = self._reduce(expansion)
+        reduced = res.expansion
+        if self.refit_intercept:
+            method = "joint" if self.refit_intercept == "joint" else "per-output"
+            if reduced.is_multioutput:
+                reduced = refit_intercept(reduced, X, y, method=method, classes=self.classes_)
+            else:
+                reduced = refit_intercept(reduced, X, y == self.classes_[1])
+        self.expansion_ = reduced
+        self.n_vectors_ = int(reduced.compress().n_terms)
+        self.objective_ = res.objective
+        self.n_iter_ = max(int(res.n_iter), 1)
+        self.relative_objective_ = res.relative_objective if np.ndim(res.objective) else \
+            float(res.relative_objective)
+        return self
+
+    def decision_function(self, X):
+        """Decision function of the reduced machine, ``sum_j beta_j k(x, z_j) + b``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) (binary) or (n_samples, n_classes) (one-vs-rest)
+        """
+        return self._evaluate(X)
+
+    def predict(self, X):
+        """Class labels: sign (binary) or argmax (one-vs-rest) of the reduced machine.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            return self.classes_[(scores > 0).astype(int)]
+        return self.classes_[np.argmax(scores, axis=1)]
+
+
+@persistence.register
+class ReducedSetRegressor(RegressorMixin, _ReducedSetBase):
+    """An SVR approximated by a reduced set of ``n_vectors`` vectors.
+
+    Parameters
+    ----------
+    estimator : SVR, default=None
+        ``None`` means ``SVR()``; fitted estimators are used as they are.
+    n_vectors : int, default=25
+    method : {"construct", "construct+refine", "select-kpca", "select-l1"}, default="construct"
+    refit_intercept : bool, default=True
+        Re-compute the intercept as the mean training residual (least squares).
+    c, lam, n_init, max_iter, refine_max_iter, random_state
+        As in :class:`ReducedSetClassifier`.
+
+    Attributes
+    ----------
+    expansion_ : KernelExpansion
+    n_vectors_, n_support_vectors_ : int
+    objective_, relative_objective_ : float
+    n_iter_ : int
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsekm.models import ReducedSetRegressor
+    >>> X = np.linspace(0, 6, 200)[:, None]
+    >>> reg = ReducedSetRegressor(n_vectors=8, random_state=0).fit(X, np.sin(X[:, 0]))
+    >>> reg.n_vectors_
+    8
+    """
+
+    def __init__(self, estimator=None, n_vectors=25, method="construct", refit_intercept=True,
+                 c="inverse", lam=None, n_init=5, max_iter=200, refine_max_iter=300,
+                 random_state=None):
+        self.estimator = estimator
+        self.n_vectors = n_vectors
+        self.method = method
+        self.refit_intercept = refit_intercept
+        self.c = c
+        self.lam = lam
+        self.n_init = n_init
+        self.max_iter = max_iter
+        self.refine_max_iter = refine_max_iter
+        self.random_state = random_state
+
+    shared = False
+
+    def fit(self, X, y):
+        """Fit (if needed) the SVR, reduce its expansion and re-fit the intercept.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self
+        """
+        owner = type(self).__name__
+        self._validate_common(owner)
+        if self.refit_intercept not in (True, False):
+            raise ValueError(
+                f"The 'refit_intercept' parameter of {owner} must be a bool. Got "
+                f"{self.refit_intercept!r} instead.")
+        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], y_numeric=True)
+        X = np.asarray(X, dtype=np.float64)
+        y = np.asarray(y, dtype=np.float64)
+        base = SVR() if self.estimator is None else self.estimator
+        if not isinstance(base, SVR):
+            raise TypeError(
+                f"The 'estimator' parameter of {owner} must be an SVR; got {type(base).__name__}.")
+        model = self._fitted_model(X, y, base)
+        expansion = KernelExpansion.from_estimator(model)
+        self.n_support_vectors_ = int(expansion.n_terms)
+        res = self._reduce(expansion)
+        reduced = res.expansion
+        if self.refit_intercept:
+            resid = y - (reduced.decision_function(X) - reduced.intercept)
+            reduced = KernelExpansion(reduced.vectors, reduced.coef, reduced.kernel,
+                                      float(np.mean(resid)))
+        self.expansion_ = reduced
+        self.n_vectors_ = int(reduced.n_terms)
+        self.objective_ = float(res.objective)
+        self.n_iter_ = max(int(res.n_iter), 1)
+        self.relative_objective_ = float(res.relative_objective)
+        return self
+
+    def predict(self, X):
+        """Predictions of the reduced machine.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        return self._evaluate(X)
+
+
+def reduce_kernel_pca(kpca, n_vectors, *, method="construct", shared=True, n_init=5,
+                      max_iter=200, refine_max_iter=300, random_state=None):
+    """Approximate a fitted kernel PCA feature extractor with a reduced set.
+
+    Each kernel PCA feature is an expansion over all training points; with
+    ``shared=True`` (section 5 of *Fast approximation*) all components are
+    approximated by one set of ``n_vectors`` vectors, so extracting all features
+    costs ``n_vectors`` kernel evaluations instead of one per training point.
+
+    Parameters
+    ----------
+    kpca : sklearn.decomposition.KernelPCA or sparsekm.models.KernelPCA
+        Fitted; its features are ``transform(X)``.
+    n_vectors : int
+    method : {"construct", "construct+refine", "select-kpca", "select-l1"}
+    shared : bool, default=True
+    n_init, max_iter, refine_max_iter, random_state
+        As in :func:`~sparsekm.reduced_set.construct`.
+
+    Returns
+    -------
+    ReducedSetResult
+        ``result.expansion.decision_function(X)`` approximates ``kpca.transform(X)``
+        (the centring constant is kept as the intercept).
+    """
+    expansion = getattr(kpca, "expansions_", None)
+    if not isinstance(expansion, KernelExpansion):
+        expansion = KernelExpansion.from_estimator(kpca)
+    return reduce_expansion(expansion, n_vectors, method=method, shared=shared, n_init=n_init,
+                            max_iter=max_iter, refine_max_iter=refine_max_iter,
+                            random_state=random_state)

@@ -1,0 +1,127 @@
+"""One-term step of the simultaneous approximation (*Fast approximation*, section 5).
+
+For expansions ``Psi^1, ..., Psi^n`` sharing their vectors ``Y`` (coefficient
+matrix ``G`` of shape (N, n)), find ``z`` maximising
+
+    S(z) = sum_k (Psi^k . Phi(z))^2 / k(z, z)                         (eq. 18)
+
+(minimising the summed projection distances). For radial kernels the stationarity
+condition gives the fixed-point iteration of eq. 19, generalised from the Gaussian
+to any profile ``k(r2)``::
+
+    z <- sum_j c_j k'(||y_j - z||^2) y_j / sum_j c_j k'(||y_j - z||^2),
+    c_j = sum_k G_jk (Psi^k . Phi(z)),
+
+run for a batch of starting points at once. Other kernels use L-BFGS on ``-S`` with
+the gradient assembled by ``kernel.gradient_sum``. With a single output this is
+the one-term pre-image problem; ``construct`` uses :mod:`sparsekm.preimage` for that
+case and this module for the shared case.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import optimize
+
+__all__ = ["one_term_shared", "shared_score"]
+
+
+def _sqdist(Y, y_sq, Z):
+    D = Y @ Z.T
+    D *= -2.0
+    D += y_sq[:, None]
+    D += np.einsum("ij,ij->i", Z, Z)[None, :]
+    np.maximum(D, 0.0, out=D)
+    return D
+
+
+def shared_score(kernel, Y, G, Z):
+    """``S(z) = sum_k (Psi^k . Phi(z))^2 / k(z, z)`` for each row of ``Z`` (eq. 18)."""
+    F = G.T @ kernel(Y, Z)  # (n_out, B)
+    kzz = kernel.diag(Z)
+    return np.einsum("kb,kb->b", F, F) / np.maximum(kzz, 1e-300)
+
+
+def _fixed_point_radial(kernel, Y, G, Z, max_iter, tol, rng):
+    y_sq = np.einsum("ij,ij->i", Y, Y)
+    n_iter = 0
+    for n_iter in range(1, max_iter + 1):  # noqa: B007
+        R2 = _sqdist(Y, y_sq, Z)
+        F = G.T @ kernel.profile(R2)  # projections (n_out, B)
+        W = kernel.profile_derivative(R2)
+        W *= G @ F  # c_j k'(r2_j)
+        den = W.sum(axis=0)
+        scale = np.abs(W).sum(axis=0)
+        bad = np.abs(den) <= 1e-12 * np.maximum(scale, 1e-300)
+        if bad.any():
+            # Denominator ~ 0: the iteration is undefined; restart from a random vector.
+            den[bad] = 1.0
+        Z_new = (W.T @ Y) / den[:, None]
+        if bad.any():
+            Z_new[bad] = Y[rng.integers(Y.shape[0], size=int(bad.sum()))]
+        step = np.max(np.abs(Z_new - Z), axis=1)
+        Z = Z_new
+        if np.all(step <= tol) and not bad.any():
+            break
+    return Z, n_iter
+
+
+def _lbfgs_general(kernel, Y, G, Z0, max_iter, tol):
+    B, d = Z0.shape
+
+    def fun(theta):
+        Z = theta.reshape(B, d)
+        F = G.T @ kernel(Y, Z)  # (n_out, B)
+        num = np.einsum("kb,kb->b", F, F)
+        kzz = np.maximum(kernel.diag(Z), 1e-300)
+        # grad of num_b = 2 sum_k F_kb sum_j G_jk grad k(y_j, z_b)
+        g_num = kernel.gradient_sum(Y, Z, 2.0 * (G @ F))
+        g_kzz = np.stack([2.0 * kernel.gradient_y(z[None, :], z)[0] for z in Z])
+        S = num / kzz
+        g = g_num / kzz[:, None] - (num / kzz**2)[:, None] * g_kzz
+        return -S.sum(), -g.ravel()
+
+    res = optimize.minimize(fun, Z0.ravel(), jac=True, method="L-BFGS-B",
+                            options={"maxiter": max_iter, "gtol": tol, "ftol": 1e-15})
+    return res.x.reshape(B, d), int(res.nit)
+
+
+def one_term_shared(kernel, Y, G, Z0, *, max_iter=200, tol=1e-6, random_state=None):
+    """Best single ``z`` for the simultaneous one-term approximation (eq. 18-19).
+
+    Parameters
+    ----------
+    kernel : Kernel
+    Y : ndarray of shape (N, n_features)
+        Vectors of the expansions ``Psi^k`` (eq. 76-77: original vectors followed by
+        the reduced-set vectors found so far).
+    G : ndarray of shape (N, n_outputs)
+        Their coefficients (eq. 76: ``alpha`` followed by ``-beta``).
+    Z0 : ndarray of shape (n_init, n_features)
+        Starting points; every one is iterated and the best result returned.
+    max_iter : int
+    tol : float
+        Radial kernels: stop when no coordinate moves by more than ``tol``.
+        Others: L-BFGS gradient tolerance.
+    random_state : numpy Generator
+        Used only to restart a start whose fixed-point denominator vanishes.
+
+    Returns
+    -------
+    z : ndarray of shape (n_features,)
+    score : float
+        ``S(z)``; the summed objective (eq. 18) is ``sum_k ||Psi^k||^2 - score``.
+    n_iter : int
+    """
+    Y = np.asarray(Y, dtype=np.float64)
+    G = np.asarray(G, dtype=np.float64)
+    Z0 = np.atleast_2d(np.asarray(Z0, dtype=np.float64))
+    rng = random_state if random_state is not None else np.random.default_rng(0)
+    if kernel.is_radial:
+        Z, n_iter = _fixed_point_radial(kernel, Y, G, Z0.copy(), max_iter, tol, rng)
+    else:
+        Z, n_iter = _lbfgs_general(kernel, Y, G, Z0.copy(), max_iter, tol)
+    cand = np.vstack([Z, Z0])
+    scores = shared_score(kernel, Y, G, cand)
+    best = int(np.argmax(scores))
+    return cand[best], float(scores[best]), n_iter

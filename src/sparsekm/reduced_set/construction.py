@@ -1,0 +1,359 @@
+"""Reduced-set construction: new vectors ``z_j`` not restricted to the original ones.
+
+Phase 1 (*Fast approximation*, section 4, eq. 15-17; *Input space vs. feature
+space*, section V-D, eq. 74-77) iterates one-term approximations: ``z_m``
+approximates the residual ``Psi_m = Psi - sum_{j<m} beta_j Phi(z_j)`` (a pre-image
+problem), then *all* ``beta`` are re-computed by Proposition 8. Phase 2
+(:func:`refine`, Burges' method) runs L-BFGS over all ``(z_j, beta_j)`` jointly.
+Several expansions can share one set of ``z`` (section 5, eq. 18-19).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import optimize
+from sklearn.utils import check_random_state
+from threadpoolctl import threadpool_limits
+
+from ..expansion import KernelExpansion
+from ..preimage import fixed_point, gradient
+from ..utils.progress import progress
+from ..utils.validation import check_scalar
+from ._base import ReducedSetResult, _check_expansion, _coef2d, _solve_kz
+from ._one_term import one_term_shared
+
+__all__ = ["construct", "refine"]
+
+#: Above this many expansion vectors, start candidates are scored on a random subset.
+_MAX_CANDIDATES = 4000
+
+
+def _check_psd(kernel, owner):
+    if not kernel.is_psd:
+        raise ValueError(
+            f"{owner} needs a positive semi-definite kernel (||Psi - Psi'||^2 must be a squared "
+            f"distance); {kernel!r} is not."
+        )
+
+
+def _one_term_single(kernel, Y, g, starts, max_iter, tol, rng):
+    """One-term approximation of ``Psi_m = sum_j g_j Phi(y_j)`` by the pre-image solvers.
+
+    All starting points run in one vectorised call: the expansion is repeated once
+    per start (one output column each) and ``z0`` holds one start per column; the
+    column with the lowest objective ``||Psi_m||^2 - (Psi_m . Phi(z))^2 / k(z, z)``
+    wins. Radial kernels use the fixed-point iteration (eq. 12/50), others L-BFGS.
+    """
+    n_starts = starts.shape[0]
+    psi = KernelExpansion(Y, np.repeat(g[:, None], n_starts, axis=1), kernel)
+    solver = fixed_point if kernel.is_radial else gradient
+    seed = int(rng.integers(2**31 - 1))
+    res = solver(psi, z0=starts, n_init=1, max_iter=max_iter, tol=tol, random_state=seed)
+    best = int(np.argmin(res.objective))
+    return res.z[best], float(res.objective[best]), int(np.max(res.n_iter))
+
+
+def _construct_block(kernel, X, A, n_vectors, *, n_init, max_iter, tol_step, tol, rng,
+                     Kxx, show_progress, desc):
+    """Phase 1 for coefficient matrix ``A`` (n_terms, n_out) sharing one set of ``z``."""
+    N, d = X.shape
+    n_out = A.shape[1]
+    norm2 = np.einsum("ij,ij->j", A, Kxx @ A)
+    cand_idx = (np.arange(N) if N <= _MAX_CANDIDATES
+                else np.sort(rng.choice(N, _MAX_CANDIDATES, replace=False)))
+    P_x = Kxx[cand_idx] @ A  # (Psi . Phi(x_i)) for candidate starts, updated below
+    kdiag = np.maximum(kernel.diag(X[cand_idx]), 1e-300)
+    Z = np.empty((0, d))
+    B = np.empty((0, n_out))
+    Kz = np.empty((0, 0))
+    C = np.empty((0, n_out))  # K^{zx} A
+    path = []
+    n_iter_total = 0
+    it = progress(range(n_vectors), disable=None if show_progress else True, desc=desc)
+    for _ in it:
+        # Residual Psi_m in terms of mapped vectors (eq. 76-77).
+        Y = np.vstack([X, Z])
+        Gm = np.vstack([A, -B])
+        resid_x = P_x - kernel(X[cand_idx], Z) @ B if Z.shape[0] else P_x
+        score_x = np.einsum("ij,ij->i", resid_x, resid_x) / kdiag
+        order = np.argsort(-score_x)
+        n_top = max(1, (n_init + 1) // 2)
+        top = cand_idx[order[:n_top]]
+        rest = np.setdiff1d(cand_idx, top)
+        n_rand = min(n_init - n_top, rest.size)
+        rand = rng.choice(rest, n_rand, replace=False) if n_rand > 0 else np.empty(0, int)
+        starts = X[np.concatenate([top, rand])]
+        if n_out == 1:
+            z, _, n_it = _one_term_single(kernel, Y, Gm[:, 0], starts, max_iter, tol_step, rng)
+        else:
+            z, _, n_it = one_term_shared(kernel, Y, Gm, starts, max_iter=max_iter,
+                                         tol=tol_step, random_state=rng)
+        n_iter_total += n_it
+        # Grow K^z and K^{zx} A by one row/column, then Proposition 8 for all beta.
+        kz_new = kernel(Z, z[None, :])[:, 0] if Z.shape[0] else np.empty(0)
+        kzz = kernel.diag(z[None, :])[0]
+        m = Z.shape[0]
+        Kz_next = np.empty((m + 1, m + 1))
+        Kz_next[:m, :m] = Kz
+        Kz_next[:m, m] = kz_new
+        Kz_next[m, :m] = kz_new
+        Kz_next[m, m] = kzz
+        c_new = kernel(z[None, :], X) @ A
+        Kz = Kz_next
+        C = np.vstack([C, c_new])
+        Z = np.vstack([Z, z])
+        B = _solve_kz(Kz, C)
+        obj = np.maximum(norm2 - np.einsum("ij,ij->j", B, C), 0.0)
+        path.append(obj)
+        if np.sqrt(obj.sum()) <= tol:
+            break
+    return Z, B, np.asarray(path), norm2, n_iter_total
+
+
+def _refine_block(kernel, X, A, Z, B, max_iter, norm2):
+    """Phase 2: L-BFGS over (Z, B) minimising sum_k ||Psi^k - Psi'^k||^2."""
+    m, d = Z.shape
+    n_out = A.shape[1]
+
+    def fun(theta):
+        Zc = theta[: m * d].reshape(m, d)
+        Bc = theta[m * d:].reshape(m, n_out)
+        Kz = kernel(Zc)
+        C = kernel.mmv(Zc, X, A)
+        KB = Kz @ Bc
+        f = norm2.sum() + np.einsum("ij,ij->", Bc, KB) - 2.0 * np.einsum("ij,ij->", Bc, C)
+        gB = 2.0 * (KB - C)
+        gZ = 2.0 * (kernel.gradient_sum(Zc, Zc, Bc @ Bc.T) - kernel.gradient_sum(X, Zc, A @ Bc.T))
+        return f, np.concatenate([gZ.ravel(), gB.ravel()])
+
+    theta0 = np.concatenate([Z.ravel(), B.ravel()])
+    f0 = fun(theta0)[0]
+    res = optimize.minimize(fun, theta0, jac=True, method="L-BFGS-B",
+                            options={"maxiter": max_iter, "ftol": 1e-14, "gtol": 1e-10,
+                                     "maxcor": 20})
+    if not np.isfinite(res.fun) or res.fun > f0:
+        return Z, B, 0
+    Z_new = res.x[: m * d].reshape(m, d)
+    B_new = _solve_kz(kernel(Z_new), kernel.mmv(Z_new, X, A))
+    return Z_new, B_new, int(res.nit)
+
+
+def _objective(kernel, X, A, Z, B, norm2):
+    Kz = kernel(Z)
+    C = kernel.mmv(Z, X, A)
+    return np.maximum(
+        norm2 + np.einsum("ij,ij->j", B, Kz @ B) - 2.0 * np.einsum("ij,ij->j", B, C), 0.0)
+
+
+def _assemble(expansion, blocks):
+    """Multi-output expansion from per-output (Z, beta) blocks (block-diagonal coef)."""
+    Zs = [Z for Z, _ in blocks]
+    n_total = sum(Z.shape[0] for Z in Zs)
+    coef = np.zeros((n_total, len(blocks)))
+    start = 0
+    for k, (Z, b) in enumerate(blocks):
+        coef[start:start + Z.shape[0], k] = b
+        start += Z.shape[0]
+    return KernelExpansion(np.vstack(Zs), coef, expansion.kernel, expansion.intercept)
+
+
+def construct(expansion, n_vectors, *, shared=None, refine=False, tol=0.0, n_init=5,
+              max_iter=200, refine_max_iter=300, random_state=None, progress=False):
+    """Reduced-set construction by iterated one-term approximations (phase 1 + 2).
+
+    Parameters
+    ----------
+    expansion : KernelExpansion
+        ``Psi = sum_i alpha_i Phi(x_i)``; single- or multi-output.
+    n_vectors : int >= 1
+        ``N_z``, the number of reduced-set vectors (per output when ``shared`` is
+        False).
+    shared : bool, default=None
+        Multi-output expansions only: True approximates all outputs with one set
+        of ``N_z`` vectors (section 5, eq. 18-19; each output keeps its own
+        ``beta``); False approximates each output separately with its own
+        ``N_z`` vectors (the result is a multi-output expansion with
+        ``n_outputs * N_z`` vectors and block-diagonal coefficients). ``None``
+        means False.
+    refine : bool, default=False
+        Run phase 2 (:func:`refine`): L-BFGS over all ``(z_j, beta_j)``.
+    tol : float >= 0, default=0.0
+        Stop early when ``||Psi_{m+1}|| = ||Psi - Psi'||`` falls to ``tol`` or below
+        (summed over outputs).
+    n_init : int >= 1, default=5
+        Starting points per one-term step: half are the original vectors with the
+        largest one-term score ``(Psi_m . Phi(x))^2 / k(x, x)``, the rest random
+        original vectors.
+    max_iter : int, default=200
+        Iterations of each one-term solve.
+    refine_max_iter : int, default=300
+        L-BFGS iterations of phase 2.
+    random_state : int, Generator or None
+    progress : bool, default=False
+        Show a progress bar.
+
+    Returns
+    -------
+    ReducedSetResult
+        ``objective_path[m]`` is ``||Psi - Psi'||^2`` with ``m + 1`` vectors (phase 1,
+        optimal ``beta`` by Proposition 8, so it never increases); ``info`` holds
+        ``objective_phase1`` when ``refine`` is True.
+
+    Notes
+    -----
+    For radial kernels each one-term step is the fixed-point iteration (eq. 12/19);
+    for other kernels L-BFGS on the same objective. When ``n_vectors`` is at least
+    the number of terms, the expansion itself is returned (an exact copy: zero
+    error).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsekm import KernelExpansion, RBF
+    >>> from sparsekm.reduced_set import construct
+    >>> rng = np.random.default_rng(0)
+    >>> psi = KernelExpansion(rng.normal(size=(40, 2)), rng.normal(size=40), RBF(0.5))
+    >>> res = construct(psi, 5, random_state=0)
+    >>> res.expansion.n_terms, bool(res.objective < psi.norm2())
+    (5, True)
+    """
+    expansion = _check_expansion(expansion, "construct")
+    n_vectors = check_scalar(n_vectors, "n_vectors", "construct", kind="int", lower=1)
+    tol = check_scalar(tol, "tol", "construct", lower=0)
+    n_init = check_scalar(n_init, "n_init", "construct", kind="int", lower=1)
+    max_iter = check_scalar(max_iter, "max_iter", "construct", kind="int", lower=1)
+    refine_max_iter = check_scalar(refine_max_iter, "refine_max_iter", "construct", kind="int",
+                                   lower=1)
+    if shared not in (None, True, False):
+        raise ValueError(f"shared must be True, False or None; got {shared!r}.")
+    kernel = expansion.kernel
+    _check_psd(kernel, "construct")
+    rng = check_random_state(random_state)
+    rng = np.random.default_rng(rng.randint(2**31 - 1))
+    X = np.asarray(expansion.vectors, dtype=np.float64)
+    A_all = _coef2d(expansion)
+    n_out = A_all.shape[1]
+    multi = expansion.is_multioutput
+
+    if n_vectors >= expansion.n_terms and (shared or not multi or n_out == 1):
+        zeros = np.zeros(n_out) if multi else 0.0
+        return ReducedSetResult(expansion.copy(), zeros, np.zeros((0, n_out) if multi else 0),
+                                support=np.arange(expansion.n_terms), norm2=expansion.norm2())
+
+    # The inner loops are many small GEMMs: threaded BLAS only adds contention.
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _construct(expansion, kernel, X, A_all, n_vectors, shared, refine, tol,
+                          n_init, max_iter, refine_max_iter, rng, progress)
+
+
+def _construct(expansion, kernel, X, A_all, n_vectors, shared, refine, tol, n_init,
+               max_iter, refine_max_iter, rng, progress):
+    n_out = A_all.shape[1]
+    multi = expansion.is_multioutput
+    groups = [np.arange(n_out)] if (shared or n_out == 1) else [[k] for k in range(n_out)]
+    blocks, paths, phase1, norms, n_iter = [], [], [], [], 0
+    for grp in groups:
+        A = A_all[:, grp]
+        rows = np.flatnonzero(np.any(A != 0, axis=1))
+        Xg, Ag = X[rows], A[rows]
+        Kg = kernel(Xg)
+        if n_vectors >= rows.size and len(grp) == 1:
+            # Exact copy of this output's own terms.
+            blocks.append((Xg, Ag))
+            paths.append(np.zeros((1, 1)))
+            phase1.append(np.zeros(1))
+            norms.append(np.einsum("ij,ij->j", Ag, Kg @ Ag))
+            continue
+        desc = f"RS construct (output {grp[0]})" if len(groups) > 1 else "RS construct"
+        Z, B, path, norm2, nit = _construct_block(
+            kernel, Xg, Ag, min(n_vectors, rows.size if len(grp) == 1 else n_vectors),
+            n_init=n_init, max_iter=max_iter, tol_step=1e-6, tol=tol, rng=rng, Kxx=Kg,
+            show_progress=progress, desc=desc)
+        phase1.append(path[-1])
+        if refine:
+            Z, B, nit2 = _refine_block(kernel, Xg, Ag, Z, B, refine_max_iter, norm2)
+            n_iter += nit2
+        blocks.append((Z, B))
+        paths.append(path)
+        norms.append(norm2)
+        n_iter += nit
+
+    if len(groups) == 1:
+        Z, B = blocks[0]
+        out = KernelExpansion(Z, B if multi else B[:, 0], kernel, expansion.intercept)
+        obj = _objective(kernel, X[np.any(A_all != 0, axis=1)], A_all[np.any(A_all != 0, axis=1)],
+                         Z, B, norms[0])
+        path = paths[0] if multi else paths[0][:, 0]
+        ph1 = phase1[0] if multi else float(phase1[0][0])
+        norm2 = norms[0] if multi else float(norms[0][0])
+        obj = obj if multi else float(obj[0])
+    else:
+        out = _assemble(expansion, [(Z, B[:, 0]) for Z, B in blocks])
+        obj = np.concatenate([
+            _objective(kernel, X[np.any(A_all[:, [k]] != 0, axis=1)],
+                       A_all[np.any(A_all[:, [k]] != 0, axis=1)][:, [k]], Z, B, norms[k])
+            for k, (Z, B) in enumerate(blocks)])
+        L = max(p.shape[0] for p in paths)
+        path = np.column_stack([
+            np.concatenate([p[:, 0], np.full(L - p.shape[0], p[-1, 0])]) for p in paths])
+        ph1 = np.array([p[0] for p in phase1])
+        norm2 = np.concatenate(norms)
+    info = {"objective_phase1": ph1} if refine else {}
+    return ReducedSetResult(out, obj, path, support=None, norm2=norm2, n_iter=n_iter, info=info)
+
+
+def refine(expansion, reduced, *, max_iter=300):
+    """Phase 2: L-BFGS over all reduced-set vectors and coefficients jointly.
+
+    Minimises ``sum_k ||Psi^k - sum_j beta_jk Phi(z_j)||^2`` over ``Z`` and ``B``
+    with the analytic gradient (``d/dB = 2 (K^z B - K^{zx} A)``;
+    ``d/dz_u = 2 sum_k beta_uk [sum_b beta_bk grad k(z_u, z_b) - sum_i alpha_ik
+    grad k(z_u, x_i)]``), as in Burges' reduced-set method; the coefficients are
+    re-fitted by Proposition 8 at the end. The objective never increases: if
+    L-BFGS fails to improve, ``reduced`` is returned unchanged.
+
+    Parameters
+    ----------
+    expansion : KernelExpansion
+        ``Psi``.
+    reduced : KernelExpansion
+        Starting ``Psi'`` (same kernel and outputs), e.g. ``construct(...).expansion``.
+    max_iter : int, default=300
+
+    Returns
+    -------
+    ReducedSetResult
+        ``objective_path`` holds the objective before and after.
+    """
+    expansion = _check_expansion(expansion, "refine")
+    reduced = _check_expansion(reduced, "refine")
+    max_iter = check_scalar(max_iter, "max_iter", "refine", kind="int", lower=1)
+    _check_psd(expansion.kernel, "refine")
+    if reduced.kernel != expansion.kernel:
+        raise ValueError(
+            f"reduced uses kernel {reduced.kernel!r} but the expansion uses {expansion.kernel!r}.")
+    if reduced.n_features != expansion.n_features or reduced.n_outputs != expansion.n_outputs \
+            or reduced.is_multioutput != expansion.is_multioutput:
+        raise ValueError(
+            "reduced must have the expansion's number of features and outputs; got "
+            f"{reduced.n_features} features / {reduced.n_outputs} outputs against "
+            f"{expansion.n_features} / {expansion.n_outputs}.")
+    kernel = expansion.kernel
+    X = np.asarray(expansion.vectors, dtype=np.float64)
+    A = _coef2d(expansion)
+    Z = np.asarray(reduced.vectors, dtype=np.float64)
+    B = _coef2d(reduced)
+    norm2 = np.einsum("ij,ij->j", A, kernel.mmv(X, X, A))
+    before = _objective(kernel, X, A, Z, B, norm2)
+    with threadpool_limits(limits=1, user_api="blas"):
+        Z2, B2, nit = _refine_block(kernel, X, A, Z, B, max_iter, norm2)
+    after = _objective(kernel, X, A, Z2, B2, norm2)
+    if after.sum() > before.sum():
+        Z2, B2, after = Z, B, before
+    multi = expansion.is_multioutput
+    out = KernelExpansion(Z2, B2 if multi else B2[:, 0], kernel, reduced.intercept)
+    path = np.vstack([before, after])
+    return ReducedSetResult(out, after if multi else float(after[0]),
+                            path if multi else path[:, 0], norm2=norm2 if multi else float(norm2[0]),
+                            n_iter=nit)
+

@@ -1,0 +1,418 @@
+"""Reduced-set selection: keep a subset of the original expansion vectors.
+
+*Input space vs. feature space*, section V-C: elimination guided by kernel PCA
+(eq. 60-65), L1-penalised selection (eq. 66-69) and its multi-output version with
+an ``l1/l_inf`` penalty (eq. 70-73); and the *exact* reduction of *Fast
+approximation*, section 7, which removes vectors at zero error while the Gram
+matrix has a null space. Every method re-fits the kept coefficients by
+Proposition 8 at the end.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from scipy import linalg
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import Lasso, lasso_path
+
+from ..expansion import KernelExpansion
+from ..utils.validation import check_scalar
+from ._base import ReducedSetResult, ReducedSetWarning, _check_expansion, _coef2d, _solve_kz
+
+__all__ = ["select_kpca", "select_l1", "select_l1_multi", "exact_reduction"]
+
+
+def _check_psd_kernel(kernel, owner):
+    if not kernel.is_psd:
+        raise ValueError(
+            f"{owner} needs a positive semi-definite kernel (the Gram matrix defines the "
+            f"squared distance being minimised); {kernel!r} is not."
+        )
+
+
+def _prepare(expansion, owner):
+    expansion = _check_expansion(expansion, owner)
+    _check_psd_kernel(expansion.kernel, owner)
+    X = np.asarray(expansion.vectors, dtype=np.float64)
+    A = _coef2d(expansion)
+    return expansion, X, A
+
+
+def _finish(expansion, X, A, K, idx, path, norm2, n_iter=0, info=None):
+    """Proposition 8 on the kept vectors; wrap as a ReducedSetResult."""
+    idx = np.sort(np.asarray(idx, dtype=int))
+    if idx.size == 0:
+        # The penalty removed everything; keep the best single vector instead.
+        KA = K @ A
+        best = int(np.argmax(np.einsum("ij,ij->i", KA, KA) / np.maximum(np.diag(K), 1e-300)))
+        warnings.warn(
+            "The penalty is so large that no vector was selected; keeping the single best "
+            f"vector (index {best}). Use a smaller lam.", ReducedSetWarning, stacklevel=3)
+        idx = np.array([best])
+    C = K[idx] @ A
+    B = _solve_kz(K[np.ix_(idx, idx)], C)
+    obj = np.maximum(norm2 - np.einsum("ij,ij->j", B, C), 0.0)
+    multi = expansion.is_multioutput
+    red = KernelExpansion(X[idx], B if multi else B[:, 0], expansion.kernel, expansion.intercept)
+    path = np.asarray(path, dtype=np.float64).reshape(-1, A.shape[1]) if len(path) else \
+        np.zeros((0, A.shape[1]))
+    return ReducedSetResult(
+        red, obj if multi else float(obj[0]), path if multi else path[:, 0], support=idx,
+        norm2=norm2 if multi else float(norm2[0]), n_iter=n_iter, info=info or {})
+
+
+def _sq_error(K, A, A_full_minus):
+    D = A_full_minus
+    return np.maximum(np.einsum("ij,ij->j", D, K @ D), 0.0)
+
+
+def select_kpca(expansion, n_vectors, *, refit=True):
+    """RS selection by eliminating one vector at a time with kernel PCA (eq. 63-65).
+
+    At each step all eigenpairs ``(lambda_i, gamma^i)`` of the Gram matrix of the
+    remaining vectors are computed; the pair ``(i, n)`` minimising
+
+        rho(i, n) = |alpha_n / gamma_n^i|^2 lambda_i                    (eq. 64)
+
+    names the vector ``x_n`` to remove, and the others absorb it:
+    ``alpha_j <- alpha_j - alpha_n gamma_j^i / gamma_n^i`` (eq. 65). For a
+    multi-output expansion ``|alpha_n|^2`` is summed over the outputs (one shared
+    set of kept vectors). After the last removal all coefficients are re-fitted by
+    Proposition 8.
+
+    Parameters
+    ----------
+    expansion : KernelExpansion
+    n_vectors : int >= 1
+        Number of vectors to keep.
+    refit : bool, default=True
+        Re-fit the coefficients by Proposition 8 at the end (the paper re-computes
+        them; ``False`` keeps the eq. 65 coefficients).
+
+    Returns
+    -------
+    ReducedSetResult
+        ``support`` indexes the kept vectors; ``objective_path[s]`` is
+        ``||Psi - Psi'||^2`` with the eq. 65 coefficients after removal ``s + 1``.
+
+    Notes
+    -----
+    Costs one symmetric eigendecomposition per removal, ``O(N^3)`` each, as in the
+    paper ("we did compute all eigenvectors at each step").
+    """
+    expansion, X, A = _prepare(expansion, "select_kpca")
+    n_vectors = check_scalar(n_vectors, "n_vectors", "select_kpca", kind="int", lower=1)
+    K = expansion.kernel(X)
+    norm2 = np.einsum("ij,ij->j", A, K @ A)
+    idx = np.arange(X.shape[0])
+    cur = A.copy()
+    path = []
+    while idx.size > n_vectors:
+        lam, V = linalg.eigh(K[np.ix_(idx, idx)], check_finite=False)
+        lam = np.maximum(lam, 0.0)
+        a2 = np.einsum("ij,ij->i", cur, cur)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            R = a2[:, None] / (V * V) * lam[None, :]
+        R[a2 == 0] = 0.0  # a zero coefficient is removed for free
+        R[~np.isfinite(R)] = np.inf
+        n, i = np.unravel_index(int(np.argmin(R)), R.shape)
+        if a2[n] > 0:
+            cur -= np.outer(V[:, i] / V[n, i], cur[n])
+        keep = np.ones(idx.size, dtype=bool)
+        keep[n] = False
+        idx, cur = idx[keep], cur[keep]
+        D = A.copy()
+        D[idx] -= cur
+        path.append(_sq_error(K, A, D))
+    if not refit:
+        multi = expansion.is_multioutput
+        obj = path[-1] if path else np.zeros(A.shape[1])
+        red = KernelExpansion(X[idx], cur if multi else cur[:, 0], expansion.kernel,
+                              expansion.intercept)
+        p = np.asarray(path).reshape(-1, A.shape[1])
+        return ReducedSetResult(red, obj if multi else float(obj[0]), p if multi else p[:, 0],
+                                support=idx, norm2=norm2 if multi else float(norm2[0]))
+    return _finish(expansion, X, A, K, idx, path, norm2)
+
+
+def _weights(c, A, owner):
+    N = A.shape[0]
+    mag = np.abs(A).max(axis=1)
+    if isinstance(c, str):
+        if c == "uniform":
+            return np.ones(N)
+        if c == "inverse":
+            # c_i = mean |alpha| / |alpha_i| (Table III); zero coefficients are never chosen.
+            with np.errstate(divide="ignore"):
+                return np.where(mag > 0, mag[mag > 0].mean() / mag, np.inf)
+        raise ValueError(f"c must be 'uniform', 'inverse' or an array; got {c!r} in {owner}.")
+    c = np.asarray(c, dtype=np.float64)
+    if c.shape != (N,) or not np.all(c > 0) or np.any(np.isnan(c)):
+        raise ValueError(
+            f"c must hold {N} positive weights (one per expansion vector) in {owner}; got "
+            f"shape {c.shape}.")
+    return c
+
+
+def _cholesky_factor(K):
+    """Upper ``R`` with ``K ~= R^T R`` (jitter added until the factorisation succeeds)."""
+    jitter = 0.0
+    scale = max(float(np.mean(np.diag(K))), 1e-300)
+    for _ in range(12):
+        try:
+            return linalg.cholesky(K + jitter * np.eye(K.shape[0]), lower=False,
+                                   check_finite=False)
+        except linalg.LinAlgError:
+            jitter = scale * 1e-12 if jitter == 0 else jitter * 10
+    # Fall back to the symmetric square root (K is PSD up to rounding).
+    lam, V = linalg.eigh(K)
+    return (V * np.sqrt(np.maximum(lam, 0.0))).T
+
+
+def select_l1(expansion, lam=None, *, n_vectors=None, c="uniform", refit=True, tol=1e-8,
+              max_iter=100_000):
+    """RS selection with an L1 penalty (eq. 66-69), solved as a weighted Lasso.
+
+    Minimises ``||sum_i alpha_i Phi(x_i) - sum_i beta_i Phi(x_i)||^2 +
+    lam sum_i c_i |beta_i|`` (eq. 66). With ``K = R^T R`` the first term is
+    ``||R alpha - R beta||^2``, so eq. 66 is a Lasso with design ``R diag(1/c)`` and
+    target ``R alpha`` (scikit-learn's coordinate descent with ``alpha = lam /
+    (2 N)``); its solution equals the QP in ``beta^+, beta^-`` of eq. 68-69. The
+    vectors with non-zero ``beta`` are kept and their coefficients re-fitted by
+    Proposition 8.
+
+    Parameters
+    ----------
+    expansion : KernelExpansion
+        Single-output (use :func:`select_l1_multi` for several outputs).
+    lam : float >= 0, optional
+        ``lambda`` of eq. 66. Give exactly one of ``lam`` and ``n_vectors``.
+    n_vectors : int >= 1, optional
+        Instead of ``lam``: take the ``lam`` on a 200-point regularisation path
+        whose support is largest without exceeding ``n_vectors``.
+    c : {"uniform", "inverse"} or array-like of shape (n_terms,), default="uniform"
+        Weights ``c_i``: all 1, or ``mean|alpha| / |alpha_i|`` (Table III, RSS_2).
+    refit : bool, default=True
+        Re-fit the kept coefficients by Proposition 8 (otherwise keep the Lasso's).
+    tol, max_iter
+        Coordinate-descent tolerance and iteration bound.
+
+    Returns
+    -------
+    ReducedSetResult
+        ``support`` indexes the kept vectors; ``info["lam"]`` is the ``lambda`` used
+        and ``info["beta_l1"]`` the penalised solution.
+    """
+    expansion, X, A = _prepare(expansion, "select_l1")
+    if expansion.is_multioutput:
+        raise ValueError(
+            "select_l1 approximates a single expansion; for several outputs use select_l1_multi "
+            "(eq. 70-73) or select per output.")
+    if (lam is None) == (n_vectors is None):
+        raise ValueError("select_l1 needs exactly one of lam and n_vectors.")
+    if lam is not None:
+        lam = check_scalar(lam, "lam", "select_l1", lower=0)
+    else:
+        n_vectors = check_scalar(n_vectors, "n_vectors", "select_l1", kind="int", lower=1)
+    w = _weights(c, A, "select_l1")
+    K = expansion.kernel(X)
+    norm2 = np.einsum("ij,ij->j", A, K @ A)
+    N = X.shape[0]
+    usable = np.flatnonzero(np.isfinite(w))
+    R = _cholesky_factor(K)
+    design = R[:, usable] / w[usable][None, :]
+    target = R @ A[:, 0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        if lam is not None:
+            if lam == 0:
+                theta = np.linalg.lstsq(design, target, rcond=None)[0]
+            else:
+                model = Lasso(alpha=lam / (2.0 * N), fit_intercept=False, tol=tol,
+                              max_iter=max_iter, selection="cyclic")
+                theta = model.fit(design, target).coef_
+        else:
+            alpha_max = float(np.max(np.abs(design.T @ target))) / N
+            grid = alpha_max * np.logspace(0, -6, 200)
+            alphas, coefs, _ = lasso_path(design, target, alphas=grid, tol=tol,
+                                          max_iter=max_iter)
+            sizes = np.count_nonzero(coefs, axis=0)
+            ok = np.flatnonzero(sizes <= n_vectors)
+            j = ok[np.argmax(sizes[ok])] if ok.size else 0
+            theta = coefs[:, j]
+            lam = float(alphas[j] * 2.0 * N)
+    beta = np.zeros(N)
+    beta[usable] = theta / w[usable]
+    support = np.flatnonzero(beta != 0)
+    info = {"lam": float(lam), "beta_l1": beta}
+    if not refit and support.size:
+        red = KernelExpansion(X[support], beta[support], expansion.kernel, expansion.intercept)
+        D = A[:, 0] - beta
+        obj = max(float(D @ K @ D), 0.0)
+        return ReducedSetResult(red, obj, np.array([obj]), support=support,
+                                norm2=float(norm2[0]), info=info)
+    res = _finish(expansion, X, A, K, support, [], norm2, info=info)
+    res.objective_path = np.array([res.objective])
+    return res
+
+
+def _project_l1_rows(V, radius):
+    """Euclidean projection of each row of ``V`` onto the l1 ball of its ``radius``."""
+    U = np.abs(V)
+    inside = U.sum(axis=1) <= radius
+    out = V.copy()
+    rows = np.flatnonzero(~inside)
+    if rows.size == 0:
+        return out
+    Ur = U[rows]
+    S = -np.sort(-Ur, axis=1)
+    css = np.cumsum(S, axis=1) - radius[rows, None]
+    ks = np.arange(1, V.shape[1] + 1)
+    cond = S - css / ks > 0
+    rho = V.shape[1] - 1 - np.argmax(cond[:, ::-1], axis=1)
+    theta = np.maximum(css[np.arange(rows.size), rho] / (rho + 1), 0.0)
+    out[rows] = np.sign(V[rows]) * np.maximum(Ur - theta[:, None], 0.0)
+    return out
+
+
+def _prox_linf_rows(V, thresh):
+    """prox of ``sum_i thresh_i ||v_i||_inf``: ``v - P_{l1 ball(thresh_i)}(v)`` (Moreau)."""
+    return V - _project_l1_rows(V, thresh)
+
+
+def l1_multi_objective(K, A, B, lam, c):
+    """Objective of eq. 70-71: ``sum_j ||Psi^j - Psi'^j||^2 + lam sum_i c_i max_j |B_ij|``."""
+    D = A - B
+    return float(np.einsum("ij,ij->", D, K @ D) + lam * np.sum(c * np.abs(B).max(axis=1)))
+
+
+def select_l1_multi(expansion, lam, *, c="uniform", refit=True, tol=1e-7, max_iter=20_000,
+                    B0=None):
+    """Shared RS selection for several expansions (eq. 70-73).
+
+    Minimises ``sum_j ||Psi^j - sum_i beta_i^j Phi(x_i)||^2 + lam sum_i c_i xi_i``
+    subject to ``|beta_i^j| <= xi_i`` (eq. 70-71), i.e. an ``l1/l_inf`` group
+    penalty ``lam sum_i c_i max_j |beta_i^j|``: once a vector is used by one
+    output, the others may use it for free. Solved by accelerated proximal
+    gradient (FISTA) with the exact ``l_inf`` proximal operator (row-wise
+    projection onto ``l1`` balls); the vectors with any non-zero coefficient are
+    kept and the coefficients re-fitted by Proposition 8.
+
+    Parameters
+    ----------
+    expansion : KernelExpansion
+        Multi-output (single-output expansions are treated as one column).
+    lam : float > 0
+    c : {"uniform", "inverse"} or array-like of shape (n_terms,)
+        ``"inverse"`` uses ``mean_i max_j|alpha_i^j| / max_j|alpha_i^j|``.
+    refit : bool, default=True
+    tol : float, default=1e-7
+        Stop when the relative change of ``B`` per iteration is below ``tol``.
+    max_iter : int, default=20000
+    B0 : array-like of shape (n_terms, n_outputs), optional
+        Warm start (e.g. the solution for a nearby ``lam``).
+
+    Returns
+    -------
+    ReducedSetResult
+        ``info["B_l1"]`` is the penalised solution, ``info["objective_l1"]`` its
+        eq. 70 objective and ``info["converged"]`` whether ``tol`` was met.
+    """
+    expansion, X, A = _prepare(expansion, "select_l1_multi")
+    lam = check_scalar(lam, "lam", "select_l1_multi", lower=0, lower_inclusive=False)
+    max_iter = check_scalar(max_iter, "max_iter", "select_l1_multi", kind="int", lower=1)
+    w = _weights(c, A, "select_l1_multi")
+    K = expansion.kernel(X)
+    norm2 = np.einsum("ij,ij->j", A, K @ A)
+    L = 2.0 * float(linalg.eigh(K, eigvals_only=True, subset_by_index=[K.shape[0] - 1,
+                                                                     K.shape[0] - 1])[0])
+    step = 1.0 / max(L, 1e-300)
+    thresh = np.where(np.isfinite(w), lam * w * step, np.inf)
+    KA = K @ A
+    B = np.zeros_like(A) if B0 is None else np.array(B0, dtype=np.float64)
+    if B.shape != A.shape:
+        raise ValueError(f"B0 must have shape {A.shape}; got {B.shape}.")
+    Yk, t = B.copy(), 1.0
+    converged = False
+    n_iter = 0
+    for n_iter in range(1, max_iter + 1):  # noqa: B007
+        G = 2.0 * (K @ Yk - KA)
+        V = Yk - step * G
+        inf_rows = ~np.isfinite(thresh)
+        B_new = _prox_linf_rows(np.where(inf_rows[:, None], 0.0, V),
+                                np.where(inf_rows, 0.0, thresh))
+        B_new[inf_rows] = 0.0
+        t_new = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
+        Yk = B_new + ((t - 1.0) / t_new) * (B_new - B)
+        change = np.abs(B_new - B).max() / max(np.abs(B_new).max(), 1e-300)
+        B, t = B_new, t_new
+        if change < tol:
+            converged = True
+            break
+    support = np.flatnonzero(np.any(B != 0, axis=1))
+    info = {"lam": lam, "B_l1": B, "converged": converged,
+            "objective_l1": l1_multi_objective(K, A, B, lam, np.where(np.isfinite(w), w, 0))}
+    if not refit and support.size:
+        multi = expansion.is_multioutput
+        D = A - B
+        obj = np.maximum(np.einsum("ij,ij->j", D, K @ D), 0.0)
+        red = KernelExpansion(X[support], B[support] if multi else B[support, 0],
+                              expansion.kernel, expansion.intercept)
+        return ReducedSetResult(red, obj if multi else float(obj[0]),
+                                obj[None] if multi else obj, support=support,
+                                norm2=norm2 if multi else float(norm2[0]), n_iter=n_iter,
+                                info=info)
+    res = _finish(expansion, X, A, K, support, [], norm2, n_iter=n_iter, info=info)
+    res.objective_path = np.atleast_1d(res.objective)[None] if expansion.is_multioutput \
+        else np.array([res.objective])
+    return res
+
+
+def exact_reduction(expansion, *, tol=1e-10):
+    """Remove vectors at zero error while the Gram matrix has a null space.
+
+    If ``K eta = 0`` then ``sum_i eta_i Phi(x_i) = 0`` (eq. 60-61), so the vector with
+    the largest ``|eta_i|`` is a combination of the others:
+    ``Phi(x_imax) = -sum_{i != imax} eta_i Phi(x_i) / eta_imax`` (*Fast
+    approximation*, section 7) and can be removed exactly. Repeated until the
+    smallest eigenvalue of the remaining Gram matrix exceeds ``tol`` times the
+    largest; the coefficients are then re-fitted by Proposition 8.
+
+    Parameters
+    ----------
+    expansion : KernelExpansion
+    tol : float, default=1e-10
+        Relative eigenvalue threshold for "zero".
+
+    Returns
+    -------
+    ReducedSetResult
+        Zero error (to rounding) when the removed directions are exact null vectors;
+        for Gaussian kernels (full-rank Gram matrices) nothing is removed unless
+        vectors are duplicated.
+    """
+    expansion, X, A = _prepare(expansion, "exact_reduction")
+    tol = check_scalar(tol, "tol", "exact_reduction", lower=0)
+    K = expansion.kernel(X)
+    norm2 = np.einsum("ij,ij->j", A, K @ A)
+    idx = np.arange(X.shape[0])
+    cur = A.copy()
+    path = []
+    while idx.size > 1:
+        lam, V = linalg.eigh(K[np.ix_(idx, idx)], check_finite=False)
+        if lam[0] > tol * max(lam[-1], 1e-300):
+            break
+        eta = V[:, 0]
+        n = int(np.argmax(np.abs(eta)))
+        cur -= np.outer(eta / eta[n], cur[n])
+        keep = np.ones(idx.size, dtype=bool)
+        keep[n] = False
+        idx, cur = idx[keep], cur[keep]
+        D = A.copy()
+        D[idx] -= cur
+        path.append(_sq_error(K, A, D))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _finish(expansion, X, A, K, idx, path, norm2)
