@@ -325,3 +325,17 @@ def test_banana_split1_slmc_close_to_paper():
     clf = SLMC(n_vectors=8, C=C, kernel=RBF(1.0 / sigma), random_state=1).fit(X, y)
     # paper: 11.0 % mean over 10 splits at N_z / N_SV = 10 % (SVM 11.8 %)
     assert 1 - clf.score(Xt, yt) < 0.125
+
+
+def test_aggregating_duplicates_is_exact(moons):
+    """Identical (x, y) pairs merged into one sample with C_i = n C: same W, beta, b."""
+    X, y = moons
+    X2, y2 = np.vstack([X, X[:30], X[:10]]), np.concatenate([y, y[:30], y[:10]])
+    Z = X[::12]
+    full = direct.fixed_z_svm(X2, y2, Z, RBF(1.0), 10.0, tol=1e-10)
+    Xu, yu, counts = direct.aggregate_duplicates(X2, y2)
+    assert Xu.shape[0] == X.shape[0] and counts.sum() == X2.shape[0]
+    agg = direct.fixed_z_svm(Xu, yu, Z, RBF(1.0), 10.0, tol=1e-10, sample_weight=counts)
+    np.testing.assert_allclose(agg.W, full.W, rtol=1e-8)
+    np.testing.assert_allclose(agg.beta, full.beta, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(agg.intercept, full.intercept, rtol=1e-4, atol=1e-6)

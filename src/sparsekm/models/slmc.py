@@ -42,6 +42,13 @@ __all__ = [
 ]
 
 
+def _solve_fixed(X, y, Z, kernel, C, features="whitened"):
+    """The shared fixed-Z solver on the distinct (x, y) pairs (exactly equivalent)."""
+    Xu, yu, counts = direct.aggregate_duplicates(X, y)
+    return direct.fixed_z_svm(Xu, yu, Z, kernel, C, features=features, tol=1e-6,
+                              on_singular="pinv", sample_weight=counts)
+
+
 class _DirectSparseBase(ClassifierMixin, BaseEstimator):
     """Shared validation, one-vs-rest and prediction for the direct sparse classifiers."""
 
@@ -265,8 +272,10 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
                                    callback=callback)
         bar.close()
         # final coefficients at the optimised Z, solved to a tight tolerance
-        sol = direct.fixed_z_svm(X, y, res.Z, kernel, float(self.C), tol=1e-6, on_singular="pinv",
-                                 warm_start=res.solution.alpha)
+        Xu, yu, counts = direct.aggregate_duplicates(X, y)
+        sol = direct.fixed_z_svm(Xu, yu, res.Z, kernel, float(self.C), tol=1e-6,
+                                 on_singular="pinv", warm_start=res.solution.alpha,
+                                 sample_weight=counts)
         info = {"W": sol.W, "gap": sol.gap, "history": np.array(res.W_history),
                 "n_iter": res.n_iter}
         return res.Z, sol.beta, sol.intercept, info
@@ -335,7 +344,7 @@ class SparseKFD(_DirectSparseBase):
         res = direct.skfd_optimize(X, y, Z0, kernel, mu, max_iter=max_iter, tol=tol,
                                    callback=lambda it, W: bar.update(1))
         bar.close()
-        sol = direct.fixed_z_svm(X, y, res.Z, kernel, float(self.C), on_singular="pinv")
+        sol = _solve_fixed(X, y, res.Z, kernel, float(self.C))
         info = {"W": res.W_history[-1] if res.W_history else np.nan, "gap": sol.gap,
                 "history": np.array(res.W_history), "n_iter": res.n_iter,
                 "fisher_coef": res.solution[0]}
@@ -355,8 +364,7 @@ class _FixedZClassifier(_DirectSparseBase):
 
     def _fit_binary(self, X, y, kernel, rng, k):
         Z = self._initial_Z(X, self.n_vectors, rng, "random")
-        sol = direct.fixed_z_svm(X, y, Z, kernel, float(self.C), features=self._features,
-                                 on_singular="pinv")
+        sol = _solve_fixed(X, y, Z, kernel, float(self.C), features=self._features)
         return Z, sol.beta, sol.intercept, {"W": sol.W, "gap": sol.gap}
 
 
@@ -468,5 +476,5 @@ class ModifiedRS(_DirectSparseBase):
 
     def _fit_binary(self, X, y, kernel, rng, k):
         Z = self._rs_vectors(X, y, kernel, rng, k)
-        sol = direct.fixed_z_svm(X, y, Z, kernel, float(self.C), on_singular="pinv")
+        sol = _solve_fixed(X, y, Z, kernel, float(self.C))
         return Z, sol.beta, sol.intercept, {"W": sol.W, "gap": sol.gap}
