@@ -168,7 +168,7 @@ def _pair_evaluator(X, kernel):
     """Return ``f(I, J) -> k(x_I, x_J)`` evaluating the kernel at index pairs only.
 
     Radial kernels use ``||x_i||^2 + ||x_j||^2 - 2 x_i.x_j``, dot-product kernels
-    ``x_i.x_j``, each through one row-wise dot product per pair (no Gram block).
+    ``x_i.x_j``, one gathered matrix-vector product per row run (no Gram block).
     :class:`ProjectedKernel` projects ``X`` once and evaluates its inner kernel.
     Other kernels fall back to one kernel row per distinct ``i``.
     """
@@ -178,22 +178,26 @@ def _pair_evaluator(X, kernel):
     if isinstance(kernel, ProjectedKernel):
         X = kernel.projection.transform(X)
         kernel = kernel.kernel
-    chunk = max(64, 2**17 // X.shape[1])  # gathered rows per chunk: 1 MiB (float64)
+    chunk = max(64, 2**17 // X.shape[1])  # gathered rows per product: 1 MiB (float64)
     if kernel.is_radial or kernel.is_dot_product:
         sq = np.einsum("ij,ij->i", X, X) if kernel.is_radial else None
 
         def evaluate(I, J):
-            out = np.empty(I.size, dtype=X.dtype)
-            for a in range(0, I.size, chunk):
-                Ic, Jc = I[a:a + chunk], J[a:a + chunk]
-                t = np.einsum("ij,ij->i", X[Ic], X[Jc])
-                if kernel.is_radial:
-                    t *= -2.0
-                    t += sq[Ic]
-                    t += sq[Jc]
-                    np.maximum(t, 0.0, out=t)
-                out[a:a + chunk] = kernel.profile(t)
-            return out
+            # Pairs come in row-major runs (one row i, increasing j): one gather of the
+            # x_j and one matrix-vector product per run.
+            t = np.empty(I.size, dtype=X.dtype)
+            bounds = np.flatnonzero(np.diff(I)) + 1
+            for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, I.size], strict=True):
+                xi = X[I[lo]]
+                for a in range(lo, hi, chunk):
+                    b = min(a + chunk, hi)
+                    t[a:b] = X[J[a:b]] @ xi
+            if kernel.is_radial:
+                t *= -2.0
+                t += sq[I]
+                t += sq[J]
+                np.maximum(t, 0.0, out=t)
+            return kernel.profile(t)
 
         return evaluate
 
