@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import time
 from pathlib import Path
@@ -216,6 +217,7 @@ def main(argv=None):
         "benchmark": "eval",
         "date": time.strftime("%Y-%m-%d %H:%M:%S"),
         "machine": platform.platform(),
+        "load_average_at_end": os.getloadavg(),
         "blas": [{k: p.get(k) for k in ("internal_api", "version", "num_threads")}
                  for p in threadpool_info() if p.get("user_api") == "blas"],
         "dataset": dataset,
