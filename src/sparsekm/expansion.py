@@ -22,6 +22,7 @@ import numbers
 
 import numpy as np
 
+from .backend import check_tensor, resolve_backend
 from .kernels import Kernel
 from .utils.validation import check_array, check_same_features
 
@@ -106,6 +107,7 @@ class KernelExpansion:
         self._kernel = kernel
         self._intercept = intercept
         self._sqnorms_cache = None
+        self._backend_cache = {}
 
     # -- basic properties ------------------------------------------------------
     @property
@@ -160,32 +162,99 @@ class KernelExpansion:
         return self._sqnorms_cache
 
     # -- evaluation ----------------------------------------------------------------
-    def decision_function(self, X, *, block_size=None):
+    def decision_function(self, X, *, block_size=None, backend=None):
         """Evaluate ``f(x) = sum_i coef_i k(x, z_i) + intercept`` in row blocks.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like, torch.Tensor or dask.array.Array of shape (n_samples, n_features)
+            A tensor is evaluated by the torch engine on its device and gives a
+            tensor; a dask array gives a dask array, computed chunk by chunk of
+            rows with this expansion sent to each worker once (see
+            :func:`sparsekm.parallel.map_row_blocks`).
         block_size : int, default=None
             Rows of ``X`` per block (bounds memory at ``block_size * n_terms``).
+        backend : {"numpy", "torch"}, default=None
+            Engine; ``None`` follows ``X`` (tensors -> torch) and otherwise
+            :func:`sparsekm.config.get_config`. ``"torch"`` with a numpy ``X``
+            runs on the configured device (CUDA when available) and returns numpy.
 
         Returns
         -------
-        ndarray of shape (n_samples,) or (n_samples, n_outputs)
+        ndarray (tensor, dask array) of shape (n_samples,) or (n_samples, n_outputs)
+            float32 when ``X`` and the vectors are float32, else float64.
         """
-        X = check_array(X, "X")
+        from .parallel import is_dask_array
+
+        if is_dask_array(X):
+            return self._dask_decision_function(X, block_size=block_size, backend=backend)
+        xp, to_numpy = resolve_backend(X, backend=backend)
+        if xp.name != "numpy" and xp.name not in self._kernel.backends:
+            raise TypeError(f"{self._kernel!r} supports the {' and '.join(self._kernel.backends)} "
+                            f"backend(s), not {xp.name}.")
+        X = check_tensor(X, "X", xp=xp)
         check_same_features(X, self.n_features, "X", "KernelExpansion")
-        dtype = self._vectors.dtype if X.dtype == self._vectors.dtype else np.float64
-        if self.n_terms == 0:
+        same = X.dtype == xp.dtype_of(self._vectors.dtype)
+        dtype = self._vectors.dtype if same else np.dtype(np.float64)
+        if self.n_terms == 0:  # Psi = 0: only the intercept remains
             out = np.zeros((X.shape[0],) + self._coef.shape[1:], dtype=dtype)
-            return out + np.asarray(self._intercept, dtype=dtype)
-        V = self._vectors.astype(dtype, copy=False)
-        sq = self._vector_sqnorms()
-        sq = None if sq is None else sq.astype(dtype, copy=False)
-        out = self._kernel.mmv(X.astype(dtype, copy=False), V, self._coef.astype(dtype, copy=False),
-                               block_size=block_size, Y_sqnorms=sq)
-        out += np.asarray(self._intercept, dtype=dtype)
-        return out
+            out += np.asarray(self._intercept, dtype=dtype)
+            return out if (xp.name == "numpy" or to_numpy) else xp.asarray(out)
+        V, C, sq, b = self._operands(xp, dtype)
+        if xp.name == "numpy":
+            # Called without `backend` so that kernels overriding `mmv` keep working.
+            out = self._kernel.mmv(xp.astype(X, dtype), V, C, block_size=block_size, Y_sqnorms=sq)
+        else:
+            out = self._kernel.mmv(xp.astype(X, xp.dtype_of(dtype)), V, C,
+                                   block_size=block_size, Y_sqnorms=sq, backend="torch")
+        out += b
+        return xp.to_numpy(out) if to_numpy else out
+
+    def _operands(self, xp, dtype):
+        """Vectors, coefficients, cached squared norms and intercept for one engine.
+
+        Converted once per (device, dtype) and kept, so repeated evaluation (and
+        a GPU) does not copy the expansion each time.
+        """
+        dtype = np.dtype(dtype)
+        if xp.name == "numpy":
+            sq = self._vector_sqnorms()
+            return (self._vectors.astype(dtype, copy=False), self._coef.astype(dtype, copy=False),
+                    None if sq is None else sq.astype(dtype, copy=False),
+                    np.asarray(self._intercept, dtype=dtype))
+        key = (str(xp.device), dtype.name)
+        ops = self._backend_cache.get(key)
+        if ops is None:
+            sq = self._vector_sqnorms()
+            # np.array copies: torch refuses to wrap our read-only arrays without a warning.
+            ops = tuple(None if a is None else xp.asarray(np.array(a, dtype=dtype))
+                        for a in (self._vectors, self._coef, sq, self._intercept))
+            self._backend_cache[key] = ops
+        return ops
+
+    def _dask_decision_function(self, X, *, block_size, backend):
+        from .parallel import map_row_blocks
+
+        if X.ndim != 2:
+            raise ValueError(f"X must be a 2-D array (n_samples, n_features); got shape {X.shape}.")
+        check_same_features(X, self.n_features, "X", "KernelExpansion")
+        dtype = self._vectors.dtype if X.dtype == self._vectors.dtype else np.dtype(np.float64)
+        return map_row_blocks(_decision_function_block, X, self,
+                              n_outputs=self.n_outputs if self.is_multioutput else None,
+                              dtype=dtype, block_size=block_size, backend=backend)
+
+    # Pickling (dask ships expansions to its workers): drop device copies, keep read-only.
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_backend_cache"] = {}
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        for name in ("_vectors", "_coef", "_intercept"):
+            value = getattr(self, name)
+            if isinstance(value, np.ndarray):
+                value.setflags(write=False)
 
     __call__ = decision_function
 
@@ -340,3 +409,8 @@ class KernelExpansion:
         from .interop import expansion_from_estimator
 
         return expansion_from_estimator(estimator)
+
+
+def _decision_function_block(X, expansion, block_size=None, backend=None):
+    """One row chunk of a dask evaluation (module level, so workers can unpickle it)."""
+    return expansion.decision_function(X, block_size=block_size, backend=backend)

@@ -32,9 +32,13 @@ class                     k(x, y)                                         papers
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
-from .utils.validation import check_array, check_scalar, float_dtype
+from .backend import array_namespace, check_tensor, resolve_backend
+from .config import _single_threaded_blas, effective_n_threads
+from .utils.validation import check_scalar
 
 __all__ = [
     "Kernel",
@@ -82,6 +86,32 @@ def _rows_per_block(n_cols, block_size):
     return max(MIN_BLOCK_ROWS, DEFAULT_BLOCK_ELEMENTS // max(int(n_cols), 1))
 
 
+def _namespace_of(a):
+    """``(xp, a)`` with lists and scalars turned into numpy arrays."""
+    xp = array_namespace(a)
+    return xp, (a if xp.name == "torch" else np.asarray(a))
+
+
+def _run_blocks(n_rows, step, work, xp):
+    """``[work(rows) for rows in row blocks]``, on the engine's threads when it pays.
+
+    The numpy engine gives the blocks to ``config.effective_n_threads()``
+    threads and limits BLAS to one thread meanwhile: numpy's element-wise passes
+    (adding norms, ``exp``) are single-threaded, so one block per thread keeps
+    every core busy through the whole block, not only during its GEMM. The row
+    partition does not depend on the thread count, so results do not either.
+    torch parallelises inside each operation and gets the blocks in order.
+    """
+    slices = [slice(a, min(a + step, n_rows)) for a in range(0, n_rows, step)]
+    n_threads = 1
+    if xp.name == "numpy" and len(slices) > 1:
+        n_threads = min(effective_n_threads(), len(slices))
+    if n_threads <= 1:
+        return [work(sl) for sl in slices]
+    with _single_threaded_blas(), ThreadPoolExecutor(n_threads) as pool:
+        return list(pool.map(work, slices))
+
+
 class Kernel:
     """Base class of all kernels.
 
@@ -90,6 +120,11 @@ class Kernel:
     (kernels are immutable values, not estimators) and exposed through
     ``get_params`` so that scikit-learn's ``clone`` and our persistence can rebuild
     them.
+
+    The hooks receive numpy arrays or torch tensors and use
+    :func:`sparsekm.backend.array_namespace` for every operation that differs,
+    so one implementation serves both; a kernel whose hooks are numpy-only keeps
+    ``backends = ("numpy",)`` and is refused by the torch engine.
     """
 
     #: True when k(x, y) depends on ||x - y||^2 only.
@@ -98,6 +133,8 @@ class Kernel:
     is_dot_product = False
     #: False for kernels that are not positive semi-definite (the sigmoid).
     is_psd = True
+    #: Engines whose arrays the hooks accept (see :mod:`sparsekm.backend`).
+    backends: tuple[str, ...] = ("numpy",)
     _param_names: tuple[str, ...] = ()
 
     # -- parameters ----------------------------------------------------------
@@ -125,104 +162,139 @@ class Kernel:
         return hash((type(self).__name__, tuple(self.get_params().items())))
 
     # -- evaluation ----------------------------------------------------------
-    def _prepare(self, X, Y, name_x="X", name_y="Y"):
-        X = check_array(X, name_x)
+    def _namespace(self, arrays, names, backend):
+        xp, to_numpy = resolve_backend(*arrays, backend=backend, names=names)
+        if xp.name not in self.backends:
+            raise TypeError(f"{self!r} supports the {' and '.join(self.backends)} backend(s), "
+                            f"not {xp.name}.")
+        return xp, to_numpy
+
+    def _prepare(self, X, Y, name_x="X", name_y="Y", *, backend=None, extra=(), extra_names=()):
+        """Validate ``X`` and ``Y`` for one engine; returns ``(xp, to_numpy, X, Y, dtype)``.
+
+        ``dtype`` is float32 when both inputs are float32, else float64. ``extra``
+        arrays only take part in choosing the backend (no mixing of tensors and
+        arrays).
+        """
+        xp, to_numpy = self._namespace((X, Y, *extra), (name_x, name_y, *extra_names), backend)
+        X = check_tensor(X, name_x, xp=xp)
         if Y is None:
-            return X, X, X.dtype
-        Y = check_array(Y, name_y)
+            return xp, to_numpy, X, X, X.dtype
+        Y = check_tensor(Y, name_y, xp=xp)
         if X.shape[1] != Y.shape[1]:
             raise ValueError(
                 f"{name_x} and {name_y} must have the same number of features; got "
-                f"{name_x}.shape={X.shape} and {name_y}.shape={Y.shape}."
+                f"{name_x}.shape={tuple(X.shape)} and {name_y}.shape={tuple(Y.shape)}."
             )
-        dtype = float_dtype(X, Y)
-        return X.astype(dtype, copy=False), Y.astype(dtype, copy=False), dtype
+        dtype = X.dtype if X.dtype == Y.dtype else xp.dtype_of("float64")
+        return xp, to_numpy, xp.astype(X, dtype), xp.astype(Y, dtype), dtype
 
-    def __call__(self, X, Y=None, *, block_size=None):
+    def __call__(self, X, Y=None, *, block_size=None, backend=None):
         """Gram matrix ``K[i, j] = k(X[i], Y[j])``.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples_X, n_features)
-        Y : array-like of shape (n_samples_Y, n_features), default=None
+        X : array-like or torch.Tensor of shape (n_samples_X, n_features)
+        Y : array-like or torch.Tensor of shape (n_samples_Y, n_features), default=None
             ``None`` means ``Y = X``.
         block_size : int, default=None
             Rows of ``X`` processed at once; by default chosen so that one block
             holds about ``2**19`` entries.
+        backend : {"numpy", "torch"}, default=None
+            Engine (see :mod:`sparsekm.backend`); ``None`` follows the inputs.
 
         Returns
         -------
-        K : ndarray of shape (n_samples_X, n_samples_Y)
+        K : ndarray (or tensor, for tensor inputs) of shape (n_samples_X, n_samples_Y)
             float32 if both inputs are float32, else float64.
         """
         symmetric = Y is None
-        X, Y, dtype = self._prepare(X, Y)
-        K = np.empty((X.shape[0], Y.shape[0]), dtype=dtype)
+        xp, to_numpy, X, Y, dtype = self._prepare(X, Y, backend=backend)
+        K = xp.empty((X.shape[0], Y.shape[0]), dtype)
         y_sq = self._sqnorms(Y)
-        step = _rows_per_block(Y.shape[0], block_size)
-        for start in range(0, X.shape[0], step):
-            Xb = X[start:start + step]
-            K[start:start + step] = self._block(Xb, Y, self._sqnorms(Xb), y_sq)
+
+        def work(rows):
+            Xb = X[rows]
+            K[rows] = self._block(Xb, Y, self._sqnorms(Xb), y_sq)
+
+        _run_blocks(X.shape[0], _rows_per_block(Y.shape[0], block_size), work, xp)
         if symmetric and self.is_radial:
             # GEMM-based distances lose ~eps*||x||^2 on the diagonal; it is exactly k(0).
-            np.fill_diagonal(K, self.profile(np.zeros(1))[0])
-        return K
+            xp.fill_diagonal_(K, float(self.profile(np.zeros(1))[0]))
+        return xp.to_numpy(K) if to_numpy else K
 
-    def mmv(self, X, Y, C, *, block_size=None, Y_sqnorms=None):
+    def mmv(self, X, Y, C, *, block_size=None, Y_sqnorms=None, backend=None):
         """Kernel matrix-matrix product ``K(X, Y) @ C`` computed in row blocks.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-        Y : array-like of shape (n_terms, n_features)
-        C : array-like of shape (n_terms,) or (n_terms, n_outputs)
+        X : array-like or torch.Tensor of shape (n_samples, n_features)
+        Y : array-like or torch.Tensor of shape (n_terms, n_features)
+        C : array-like or torch.Tensor of shape (n_terms,) or (n_terms, n_outputs)
         block_size : int, default=None
             Rows of ``X`` per block.
-        Y_sqnorms : ndarray of shape (n_terms,), default=None
+        Y_sqnorms : ndarray or tensor of shape (n_terms,), default=None
             Cached squared norms of the rows of ``Y`` (radial kernels).
+        backend : {"numpy", "torch"}, default=None
+            Engine (see :mod:`sparsekm.backend`); ``None`` follows the inputs.
 
         Returns
         -------
-        ndarray of shape (n_samples,) or (n_samples, n_outputs)
+        ndarray (or tensor) of shape (n_samples,) or (n_samples, n_outputs)
         """
-        X, Y, dtype = self._prepare(X, Y, "X", "Y")
-        C = np.asarray(C, dtype=dtype)
+        xp, to_numpy, X, Y, dtype = self._prepare(X, Y, backend=backend, extra=(C,),
+                                                  extra_names=("C",))
+        C = xp.asarray(C, dtype)
         if C.shape[0] != Y.shape[0]:
             raise ValueError(
                 f"C must have one row per row of Y: expected {Y.shape[0]} rows, found {C.shape[0]}."
             )
-        out = np.empty((X.shape[0],) + C.shape[1:], dtype=dtype)
+        out = xp.empty((X.shape[0],) + tuple(C.shape[1:]), dtype)
         y_sq = self._sqnorms(Y) if Y_sqnorms is None else Y_sqnorms
-        step = _rows_per_block(Y.shape[0], block_size)
-        for start in range(0, X.shape[0], step):
-            Xb = X[start:start + step]
-            out[start:start + step] = self._block(Xb, Y, self._sqnorms(Xb), y_sq) @ C
-        return out
+        numpy = xp.name == "numpy"
 
-    def diag(self, X):
+        def work(rows):
+            Xb = X[rows]
+            Kb = self._block(Xb, Y, self._sqnorms(Xb), y_sq)
+            if numpy:
+                np.matmul(Kb, C, out=out[rows])
+            else:
+                out[rows] = Kb @ C
+
+        _run_blocks(X.shape[0], _rows_per_block(Y.shape[0], block_size), work, xp)
+        return xp.to_numpy(out) if to_numpy else out
+
+    def diag(self, X, *, backend=None):
         """``k(x_i, x_i)`` for each row of ``X``; shape (n_samples,)."""
         raise NotImplementedError
 
-    def gradient_y(self, X, y):
+    def _prepare_one(self, X, backend):
+        xp, to_numpy = self._namespace((X,), ("X",), backend)
+        return xp, to_numpy, check_tensor(X, "X", xp=xp)
+
+    def gradient_y(self, X, y, *, backend=None):
         """Gradient of ``k(x_i, y)`` with respect to ``y`` for every row ``x_i``.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_features,)
+        X : array-like or torch.Tensor of shape (n_samples, n_features)
+        y : array-like or torch.Tensor of shape (n_features,)
+        backend : {"numpy", "torch"}, default=None
 
         Returns
         -------
-        ndarray of shape (n_samples, n_features)
+        ndarray (or tensor) of shape (n_samples, n_features)
         """
-        X = check_array(X, "X")
-        y = check_array(y, "y", ndim=1)
+        xp, to_numpy = self._namespace((X, y), ("X", "y"), backend)
+        X = check_tensor(X, "X", xp=xp)
+        y = check_tensor(y, "y", ndim=1, xp=xp)
         if y.shape[0] != X.shape[1]:
             raise ValueError(f"y has {y.shape[0]} features, but X has {X.shape[1]}.")
-        dtype = float_dtype(X, y)
-        return self._gradient_rows(X.astype(dtype, copy=False), y.astype(dtype, copy=False))
+        dtype = X.dtype if X.dtype == y.dtype else xp.dtype_of("float64")
+        G = self._gradient_rows(xp.astype(X, dtype), xp.astype(y, dtype))
+        return xp.to_numpy(G) if to_numpy else G
 
-    def gradient_sum(self, X, Z, W, *, block_size=None):
+    def gradient_sum(self, X, Z, W, *, block_size=None, backend=None):
         """``G[u] = sum_i W[i, u] * grad_{z_u} k(x_i, z_u)`` for all ``u`` at once.
 
         This is the vectorised gradient behind the pre-image, reduced-set
@@ -232,30 +304,35 @@ class Kernel:
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-        Z : array-like of shape (n_vectors, n_features)
-        W : array-like of shape (n_samples, n_vectors)
+        X : array-like or torch.Tensor of shape (n_samples, n_features)
+        Z : array-like or torch.Tensor of shape (n_vectors, n_features)
+        W : array-like or torch.Tensor of shape (n_samples, n_vectors)
             Weights ``W[i, u]``.
+        backend : {"numpy", "torch"}, default=None
 
         Returns
         -------
-        G : ndarray of shape (n_vectors, n_features)
+        G : ndarray (or tensor) of shape (n_vectors, n_features)
         """
-        X, Z, dtype = self._prepare(X, Z, "X", "Z")
-        W = np.asarray(W, dtype=dtype)
-        if W.shape != (X.shape[0], Z.shape[0]):
+        xp, to_numpy, X, Z, dtype = self._prepare(X, Z, "X", "Z", backend=backend, extra=(W,),
+                                                  extra_names=("W",))
+        W = xp.asarray(W, dtype)
+        if tuple(W.shape) != (X.shape[0], Z.shape[0]):
             raise ValueError(
                 f"W must have shape (n_samples, n_vectors) = {(X.shape[0], Z.shape[0])}; "
-                f"found {W.shape}."
+                f"found {tuple(W.shape)}."
             )
-        G = np.zeros(Z.shape, dtype=dtype)
         z_sq = self._sqnorms(Z)
-        step = _rows_per_block(Z.shape[0], block_size)
-        for start in range(0, X.shape[0], step):
-            sl = slice(start, start + step)
-            Xb = X[sl]
-            G += self._gradient_sum_block(Xb, Z, W[sl], self._sqnorms(Xb), z_sq)
-        return G
+
+        def work(rows):
+            Xb = X[rows]
+            return self._gradient_sum_block(Xb, Z, W[rows], self._sqnorms(Xb), z_sq)
+
+        parts = _run_blocks(X.shape[0], _rows_per_block(Z.shape[0], block_size), work, xp)
+        G = parts[0]
+        for part in parts[1:]:  # in block order: the result does not depend on threads
+            G += part
+        return xp.to_numpy(G) if to_numpy else G
 
     # -- hooks ---------------------------------------------------------------
     def _sqnorms(self, X):
@@ -271,14 +348,24 @@ class Kernel:
         raise NotImplementedError
 
 
-def _sqdist(X, Y, x_sq, y_sq):
-    """Squared Euclidean distances through one GEMM, clipped at 0 (in place)."""
-    D = X @ Y.T
-    D *= -2.0
-    D += x_sq[:, None]
-    D += y_sq[None, :]
-    np.maximum(D, 0.0, out=D)
-    return D
+def _sqdist(X, Y, x_sq, y_sq, scale=1.0):
+    """``scale * ||x_i - y_j||^2`` through one GEMM, clipped to the sign of ``scale``.
+
+    ``scale`` lets a kernel fold its own factor into the passes that are needed
+    anyway (the RBF's ``-gamma``), and ``-2 scale`` is applied to the smaller of
+    the ``X`` block and the result, so after the GEMM there are three passes over
+    the block (two norm additions, the clip) instead of five.
+    """
+    xp = array_namespace(X)
+    c = -2.0 * scale
+    if X.shape[1] <= Y.shape[0]:
+        D = (X * c) @ Y.T
+    else:
+        D = X @ Y.T
+        D *= c
+    D += (scale * x_sq)[:, None]
+    D += (scale * y_sq)[None, :]
+    return xp.clip_(D, lower=0.0) if scale > 0 else xp.clip_(D, upper=0.0)
 
 
 class RadialKernel(Kernel):
@@ -287,9 +374,15 @@ class RadialKernel(Kernel):
     Subclasses implement :meth:`profile` and :meth:`profile_derivative` (both as
     functions of ``r2 = ||x - y||^2``); Gram blocks, gradients and the pre-image
     fixed-point iteration (eq. 10) all follow from these two.
+
+    A subclass whose profile is ``g(s * r2)`` may set ``_r2_scale = s`` and
+    implement ``_scaled_profile_inplace(u)`` = ``g(u)``: the engine then computes
+    ``s * r2`` directly and saves a pass over every block (the RBF does).
     """
 
     is_radial = True
+    backends = ("numpy", "torch")
+    _r2_scale = 1.0
 
     def profile(self, r2):
         """``k`` as a function of the squared distance ``r2``."""
@@ -302,19 +395,23 @@ class RadialKernel(Kernel):
     def _profile_inplace(self, r2):
         return self.profile(r2)
 
-    def diag(self, X):
-        X = check_array(X, "X")
-        return np.full(X.shape[0], self.profile(np.zeros(1, dtype=X.dtype))[0], dtype=X.dtype)
+    def _scaled_profile_inplace(self, u):
+        return self._profile_inplace(u)
+
+    def diag(self, X, *, backend=None):
+        xp, to_numpy, X = self._prepare_one(X, backend)
+        out = xp.full((X.shape[0],), float(self.profile(np.zeros(1))[0]), X.dtype)
+        return xp.to_numpy(out) if to_numpy else out
 
     def _sqnorms(self, X):
-        return np.einsum("ij,ij->i", X, X)
+        return array_namespace(X).sqnorms(X)
 
     def _block(self, X, Y, x_sq, y_sq):
-        return self._profile_inplace(_sqdist(X, Y, x_sq, y_sq))
+        return self._scaled_profile_inplace(_sqdist(X, Y, x_sq, y_sq, self._r2_scale))
 
     def _gradient_rows(self, X, y):
         diff = y[None, :] - X
-        r2 = np.einsum("ij,ij->i", diff, diff)
+        r2 = array_namespace(diff).sqnorms(diff)
         return (2.0 * self.profile_derivative(r2))[:, None] * diff
 
     def _gradient_sum_block(self, X, Z, W, x_sq, z_sq):
@@ -332,6 +429,7 @@ class DotProductKernel(Kernel):
     """
 
     is_dot_product = True
+    backends = ("numpy", "torch")
 
     def profile(self, t):
         """``f(t)`` with ``t = x . y``."""
@@ -344,9 +442,10 @@ class DotProductKernel(Kernel):
     def _profile_inplace(self, t):
         return self.profile(t)
 
-    def diag(self, X):
-        X = check_array(X, "X")
-        return self.profile(np.einsum("ij,ij->i", X, X))
+    def diag(self, X, *, backend=None):
+        xp, to_numpy, X = self._prepare_one(X, backend)
+        out = self.profile(xp.sqnorms(X))
+        return xp.to_numpy(out) if to_numpy else out
 
     def _block(self, X, Y, x_sq, y_sq):
         return self._profile_inplace(X @ Y.T)
@@ -392,14 +491,23 @@ class RBF(RadialKernel):
         return cls(gamma=1.0 / (2.0 * sigma**2))
 
     def profile(self, r2):
-        return np.exp(-self.gamma * np.asarray(r2))
+        xp, r2 = _namespace_of(r2)
+        return xp.exp(-self.gamma * r2)
 
     def profile_derivative(self, r2):
-        return -self.gamma * np.exp(-self.gamma * np.asarray(r2))
+        xp, r2 = _namespace_of(r2)
+        return -self.gamma * xp.exp(-self.gamma * r2)
 
     def _profile_inplace(self, r2):
         r2 *= -self.gamma
-        return np.exp(r2, out=r2)
+        return array_namespace(r2).exp(r2, out=r2)
+
+    @property
+    def _r2_scale(self):
+        return -self.gamma
+
+    def _scaled_profile_inplace(self, u):
+        return array_namespace(u).exp(u, out=u)
 
 
 @_register
@@ -416,14 +524,16 @@ class InverseMultiquadric(RadialKernel):
         self.c = check_scalar(c, "c", "InverseMultiquadric", upper=0, upper_inclusive=False)
 
     def profile(self, r2):
-        return (np.asarray(r2) + 1.0) ** self.c
+        _, r2 = _namespace_of(r2)
+        return (r2 + 1.0) ** self.c
 
     def profile_derivative(self, r2):
-        return self.c * (np.asarray(r2) + 1.0) ** (self.c - 1.0)
+        _, r2 = _namespace_of(r2)
+        return self.c * (r2 + 1.0) ** (self.c - 1.0)
 
     def _profile_inplace(self, r2):
         r2 += 1.0
-        return np.power(r2, self.c, out=r2)
+        return array_namespace(r2).power(r2, self.c, out=r2)
 
 
 @_register
@@ -443,22 +553,25 @@ class Polynomial(DotProductKernel):
         self.gamma = check_scalar(gamma, "gamma", "Polynomial", lower=0, lower_inclusive=False)
 
     def profile(self, t):
-        return (self.gamma * np.asarray(t) + self.coef0) ** self.degree
+        _, t = _namespace_of(t)
+        return (self.gamma * t + self.coef0) ** self.degree
 
     def profile_derivative(self, t):
+        xp, t = _namespace_of(t)
         d = self.degree
         if d == 1:
-            return np.full_like(np.asarray(t, dtype=float), self.gamma)
-        return d * self.gamma * (self.gamma * np.asarray(t) + self.coef0) ** (d - 1)
+            return xp.full_like(t if xp.name == "torch" else t.astype(float), self.gamma)
+        return d * self.gamma * (self.gamma * t + self.coef0) ** (d - 1)
 
     def _profile_inplace(self, t):
         if self.gamma != 1.0:
             t *= self.gamma
         if self.coef0:
             t += self.coef0
+        xp = array_namespace(t)
         if self.degree == 2:
-            return np.multiply(t, t, out=t)
-        return np.power(t, self.degree, out=t)
+            return xp.multiply(t, t, out=t)
+        return xp.power(t, self.degree, out=t)
 
 
 @_register
@@ -477,16 +590,18 @@ class Sigmoid(DotProductKernel):
         self.theta = check_scalar(theta, "theta", "Sigmoid")
 
     def profile(self, t):
-        return np.tanh(self.kappa * np.asarray(t) + self.theta)
+        xp, t = _namespace_of(t)
+        return xp.tanh(self.kappa * t + self.theta)
 
     def profile_derivative(self, t):
-        th = np.tanh(self.kappa * np.asarray(t) + self.theta)
+        xp, t = _namespace_of(t)
+        th = xp.tanh(self.kappa * t + self.theta)
         return self.kappa * (1.0 - th * th)
 
     def _profile_inplace(self, t):
         t *= self.kappa
         t += self.theta
-        return np.tanh(t, out=t)
+        return array_namespace(t).tanh(t, out=t)
 
 
 @_register
@@ -497,10 +612,11 @@ class Linear(DotProductKernel):
         pass
 
     def profile(self, t):
-        return np.asarray(t)
+        return _namespace_of(t)[1]
 
     def profile_derivative(self, t):
-        return np.ones_like(np.asarray(t, dtype=float))
+        xp, t = _namespace_of(t)
+        return xp.ones_like(t if xp.name == "torch" else t.astype(float))
 
     def _profile_inplace(self, t):
         return t

@@ -31,6 +31,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from ..kernels import Kernel, resolve_kernel
+from ..parallel import apply_by_rows, is_dask_array
 from ..persistence import register
 from ..utils.validation import check_array, check_same_features, check_scalar
 
@@ -353,8 +354,14 @@ class GreedyBasis(TransformerMixin, BaseEstimator):
         return solve_triangular(self.cholesky_, Kxr.T, lower=True, check_finite=False).T
 
     def transform(self, X):
-        """Coordinates ``Gamma`` (eq. 3): ``gamma(x) = R^{-T} k_r(x)``; shape (n_samples, m)."""
+        """Coordinates ``Gamma`` (eq. 3): ``gamma(x) = R^{-T} k_r(x)``; shape (n_samples, m).
+
+        A ``dask.array`` gives a dask array, chunk by chunk of rows (see
+        :mod:`sparsekm.parallel`).
+        """
         check_is_fitted(self, "basis_vectors_")
+        if is_dask_array(X):
+            return apply_by_rows(self, "transform", X)
         X = _check_X(X)
         check_same_features(X, self.n_features_in_, owner="GreedyBasis")
         return self._coordinates(X)

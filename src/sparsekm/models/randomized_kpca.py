@@ -19,6 +19,7 @@ from ..approx.randomized import (
 )
 from ..expansion import KernelExpansion
 from ..kernels import resolve_kernel
+from ..parallel import apply_by_rows, is_dask_array
 from ..persistence import register
 from ..utils.validation import check_scalar
 
@@ -218,13 +219,16 @@ class RandomizedKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like or dask.array.Array of shape (n_samples, n_features)
+            A dask array gives a dask array (see :mod:`sparsekm.parallel`).
 
         Returns
         -------
-        ndarray of shape (n_samples, n_components)
+        ndarray (or dask array) of shape (n_samples, n_components)
         """
         check_is_fitted(self, "expansion_")
+        if is_dask_array(X):
+            return apply_by_rows(self, "transform", X)
         X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
         return self.expansion_.decision_function(X)
 

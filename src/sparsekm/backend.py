@@ -1,0 +1,298 @@
+"""Array namespaces: the one evaluation engine on numpy arrays or torch tensors.
+
+The kernel engine (:mod:`sparsekm.kernels`) is written once, against the small
+set of operations below. Each hook asks ``array_namespace(A)`` for the namespace
+of the array it was given and calls ``xp.exp(A, out=A)``, ``xp.sqnorms(X)``, ...;
+the numpy namespace is numpy itself (plus three helpers), the torch namespace
+maps the same names onto ``torch`` functions. There is no second copy of any
+kernel.
+
+torch is optional and never imported by ``import sparsekm``: tensors are
+recognised through ``sys.modules`` (a tensor cannot exist unless torch was
+imported), and ``backend="torch"`` imports it on demand.
+
+Selecting the backend (see :func:`resolve_backend`):
+
+* arrays in, numpy engine, arrays out (the default);
+* tensors in, torch engine on their device, tensors out;
+* ``backend="torch"`` with arrays in: the torch engine runs on
+  :func:`sparsekm.config.get_config` ``["device"]`` (``None``: CUDA when available,
+  else CPU) and arrays come back.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from .utils.validation import check_array
+
+__all__ = [
+    "BACKENDS",
+    "array_namespace",
+    "is_tensor",
+    "resolve_backend",
+    "NumpyNamespace",
+    "TorchNamespace",
+]
+
+BACKENDS = ("numpy", "torch")
+
+
+def is_tensor(a):
+    """True when ``a`` is a ``torch.Tensor`` (without importing torch)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(a, torch.Tensor)
+
+
+class NumpyNamespace:
+    """The numpy side: numpy's own functions plus the few helpers torch needs too."""
+
+    name = "numpy"
+
+    def __getattr__(self, attr):
+        return getattr(np, attr)
+
+    @staticmethod
+    def sqnorms(X):
+        """Squared Euclidean norm of each row, without an ``X * X`` temporary."""
+        return np.einsum("ij,ij->i", X, X)
+
+    @staticmethod
+    def clip_(A, lower=None, upper=None):
+        """Clip in place (``lower``/``upper`` scalars)."""
+        if lower is not None:
+            np.maximum(A, lower, out=A)
+        if upper is not None:
+            np.minimum(A, upper, out=A)
+        return A
+
+    @staticmethod
+    def fill_diagonal_(A, value):
+        np.fill_diagonal(A, value)
+        return A
+
+    @staticmethod
+    def astype(A, dtype):
+        return A.astype(dtype, copy=False)
+
+    @staticmethod
+    def dtype_of(name):
+        return np.dtype(name)
+
+    @staticmethod
+    def to_numpy(A):
+        return np.asarray(A)
+
+    def __repr__(self):
+        return "NumpyNamespace()"
+
+
+class TorchNamespace:
+    """The torch side, for tensors on one ``device``.
+
+    Only the operations the kernel engine uses are provided, with numpy's names
+    and ``out=`` conventions so that the engine's code reads the same on both.
+    """
+
+    name = "torch"
+
+    def __init__(self, device=None):
+        import torch
+
+        self.torch = torch
+        if device is None:
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        self.device = torch.device(device)
+
+    # -- creation and conversion -------------------------------------------------
+    def dtype_of(self, name):
+        return {"float32": self.torch.float32, "float64": self.torch.float64}[np.dtype(name).name]
+
+    def asarray(self, a, dtype=None):
+        if isinstance(dtype, np.dtype) or isinstance(dtype, type) or isinstance(dtype, str):
+            dtype = self.dtype_of(dtype)
+        return self.torch.as_tensor(a, dtype=dtype, device=self.device)
+
+    def astype(self, A, dtype):
+        if not isinstance(dtype, self.torch.dtype):
+            dtype = self.dtype_of(dtype)
+        return A.to(dtype)
+
+    def empty(self, shape, dtype):
+        return self.torch.empty(shape, dtype=self.astype_dtype(dtype), device=self.device)
+
+    def zeros(self, shape, dtype):
+        return self.torch.zeros(shape, dtype=self.astype_dtype(dtype), device=self.device)
+
+    def full(self, shape, value, dtype):
+        return self.torch.full(shape, value, dtype=self.astype_dtype(dtype), device=self.device)
+
+    def astype_dtype(self, dtype):
+        return dtype if isinstance(dtype, self.torch.dtype) else self.dtype_of(dtype)
+
+    def full_like(self, A, value):
+        return self.torch.full_like(A, value)
+
+    def ones_like(self, A):
+        return self.torch.ones_like(A)
+
+    @staticmethod
+    def to_numpy(A):
+        return A.detach().cpu().numpy()
+
+    # -- element-wise (numpy names, ``out=`` for in-place) ------------------------
+    def exp(self, A, out=None):
+        return self.torch.exp(A, out=out) if out is not None else self.torch.exp(A)
+
+    def tanh(self, A, out=None):
+        return self.torch.tanh(A, out=out) if out is not None else self.torch.tanh(A)
+
+    def power(self, A, p, out=None):
+        return self.torch.pow(A, p, out=out) if out is not None else self.torch.pow(A, p)
+
+    def multiply(self, A, B, out=None):
+        return self.torch.mul(A, B, out=out) if out is not None else self.torch.mul(A, B)
+
+    def einsum(self, spec, *ops):
+        return self.torch.einsum(spec, *ops)
+
+    def sqnorms(self, X):
+        return self.torch.einsum("ij,ij->i", X, X)
+
+    def clip_(self, A, lower=None, upper=None):
+        return A.clamp_(min=lower, max=upper)
+
+    @staticmethod
+    def fill_diagonal_(A, value):
+        return A.fill_diagonal_(value)
+
+    def __repr__(self):
+        return f"TorchNamespace(device={str(self.device)!r})"
+
+
+_NUMPY = NumpyNamespace()
+
+
+def array_namespace(*arrays):
+    """The namespace of the given arrays: torch if any is a tensor, else numpy.
+
+    Tensors on different devices are refused. Non-array arguments (scalars,
+    ``None``) are ignored.
+    """
+    tensors = [a for a in arrays if is_tensor(a)]
+    if not tensors:
+        return _NUMPY
+    devices = {t.device for t in tensors}
+    if len(devices) > 1:
+        raise ValueError(f"Tensors on different devices: {sorted(map(str, devices))}.")
+    return _torch_namespace(tensors[0].device)
+
+
+_TORCH_CACHE: dict = {}
+
+
+def _torch_namespace(device):
+    key = str(device)
+    ns = _TORCH_CACHE.get(key)
+    if ns is None:
+        ns = _TORCH_CACHE[key] = TorchNamespace(device)
+    return ns
+
+
+def resolve_backend(*arrays, backend=None, names=None):
+    """Pick the engine for a call and say whether its result must become numpy.
+
+    Parameters
+    ----------
+    *arrays : ndarray, torch.Tensor or None
+        The call's data arguments (``None`` entries are ignored).
+    backend : {"numpy", "torch"} or None
+        ``None`` follows the inputs (tensors -> torch) and otherwise the
+        configured default (:func:`sparsekm.config.get_config`).
+    names : sequence of str, optional
+        Argument names for the mixing error message.
+
+    Returns
+    -------
+    xp : NumpyNamespace or TorchNamespace
+    to_numpy : bool
+        True when the inputs were arrays but the torch engine runs, so the
+        result has to be converted back.
+
+    Raises
+    ------
+    TypeError
+        When tensors and numpy arrays are mixed, or ``backend="numpy"`` is asked
+        for tensor inputs.
+    ValueError
+        For an unknown backend name.
+    """
+    from .config import get_config
+
+    if backend is None:
+        backend = get_config()["backend"]
+        explicit = False
+    else:
+        explicit = True
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}; got {backend!r}.")
+    present = [a for a in arrays if a is not None]
+    flags = [is_tensor(a) for a in present]
+    if any(flags) and not all(flags):
+        names = list(names) if names is not None else [f"argument {i}" for i in range(len(arrays))]
+        kinds = ", ".join(f"{n}: {'torch.Tensor' if is_tensor(a) else type(a).__name__}"
+                          for n, a in zip(names, arrays, strict=False) if a is not None)
+        raise TypeError(
+            f"Cannot mix torch tensors and numpy arrays ({kinds}); pass all as tensors, "
+            f"or all as arrays with backend='torch'."
+        )
+    if all(flags) and present:
+        if explicit and backend == "numpy":
+            raise TypeError("backend='numpy' was given torch tensors; convert them with "
+                            ".cpu().numpy() or use backend='torch'.")
+        return array_namespace(*present), False
+    if backend == "numpy":
+        return _NUMPY, False
+    return _torch_namespace(_default_device()), True
+
+
+def _default_device():
+    from .config import get_config
+
+    device = get_config()["device"]
+    if device is None:
+        import torch
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    return device
+
+
+def check_tensor(X, name="X", *, ndim=2, xp=None):
+    """:func:`~sparsekm.utils.validation.check_array` for the active namespace.
+
+    Numpy input goes through ``check_array`` (and onto the torch device when
+    ``xp`` is torch). Tensors are checked for dimension, emptiness and finiteness
+    on their device; integer and bool tensors become float64.
+    """
+    if xp is None or xp.name == "numpy" or not is_tensor(X):
+        arr = check_array(X, name, ndim=ndim)
+        return arr if xp is None or xp.name == "numpy" else xp.asarray(arr)
+    torch = xp.torch
+    if X.is_complex():
+        raise TypeError(f"{name} must hold real numbers; got a tensor of dtype {X.dtype}.")
+    if X.dtype not in (torch.float32, torch.float64):
+        X = X.to(torch.float64)
+    if ndim is not None and X.ndim != ndim:
+        raise ValueError(f"{name} must be a {ndim}-D tensor; got shape {tuple(X.shape)}.")
+    if X.ndim >= 1 and X.shape[0] == 0:
+        raise ValueError(f"{name} is empty (shape {tuple(X.shape)}); at least one sample is "
+                         f"required.")
+    if ndim == 2 and X.shape[1] == 0:
+        raise ValueError(f"{name} has 0 features (shape {tuple(X.shape)}); at least one is "
+                         f"required.")
+    if not bool(torch.isfinite(X).all()):
+        what = "NaN" if bool(torch.isnan(X).any()) else "infinity"
+        raise ValueError(f"{name} contains {what}; sparsekm needs finite values in {name}.")
+    return X
