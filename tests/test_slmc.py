@@ -68,8 +68,8 @@ def test_fixed_z_empirical_is_rsvm(moons):
     Z = X[:10]
     sol = direct.fixed_z_svm(X, y, Z, k, 10.0, features="empirical", tol=1e-10)
     svc = SVC(kernel="linear", C=10.0, tol=1e-10).fit(k(X, Z), y)
-    np.testing.assert_allclose(sol.beta, svc.coef_[0], rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(sol.intercept, svc.intercept_[0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(sol.beta, svc.coef_[0], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(sol.intercept, svc.intercept_[0], rtol=1e-4, atol=1e-5)
 
 
 def test_active_set_warm_start_matches_libsvm(moons):
