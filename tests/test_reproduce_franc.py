@@ -2,8 +2,8 @@
 
 import numpy as np
 import pytest
-from conftest import requires_ida, requires_ripley
 
+from conftest import requires_ida, requires_ripley
 from sparsekm.reproduce import REGISTRY, Context, discover
 
 

@@ -234,13 +234,13 @@ def _ida_split_scores(data, sigma, Cs, seed, eps=1e-3):
         out["SVM+Approx"].append((_err(G @ w + b, y), _err(Gt @ w + b, yt),
                                   n_approx, n * n, len(piv)))
     N, d, means = fisher_scatter(K, y)
-    for C, a in zip(Cs, kfd_path(N, d, 1.0 / np.asarray(Cs))):
+    for a in kfd_path(N, d, 1.0 / np.asarray(Cs)):
         b = -0.5 * float(a @ (means[0] + means[1]))
         out["KFD"].append((_err(K @ a + b, y), _err(Kt @ a + b, yt), n * n, None, n))
     piv, G, chol, n_approx = results["KFD+Approx"]
     A = G @ chol.T
     N, d, means = fisher_scatter(A, y)
-    for C, a in zip(Cs, kfd_path(N, d, 1.0 / np.asarray(Cs))):
+    for a in kfd_path(N, d, 1.0 / np.asarray(Cs)):
         b = -0.5 * float(a @ (means[0] + means[1]))
         out["KFD+Approx"].append((_err(A @ a + b, y), _err(Kt[:, piv] @ a + b, yt),
                                   n_approx, 0, len(piv)))
