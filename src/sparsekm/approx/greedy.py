@@ -253,7 +253,9 @@ class GreedyBasis(TransformerMixin, BaseEstimator):
     >>> Gamma = gb.transform(X)
     >>> Gamma.shape
     (200, 40)
-    >>> bool(np.abs(Gamma @ Gamma.T - RBF(0.5)(X)).max() < 0.05)
+    >>> # |k(x_i, x_j) - gamma_i . gamma_j| <= sqrt(se(x_i) se(x_j)) (Cauchy-Schwarz)
+    >>> err = np.abs(Gamma @ Gamma.T - RBF(0.5)(X))
+    >>> bool(np.all(err <= np.sqrt(np.outer(gb.residuals_, gb.residuals_)) + 1e-12))
     True
     """
 
