@@ -21,10 +21,14 @@ def test_registered(registry):
 def test_franc_pca_quick(registry, tmp_path):
     res = REGISTRY["franc-pca"].func(Context(out_dir=tmp_path, quick=True, progress=False))
     assert (tmp_path / "franc_fig1_pca.png").exists()
-    rows = [line.split("|") for line in res.table.splitlines()[2:]]
-    ratios = [float(r[6]) for r in rows]
-    # PCA is optimal, so the greedy subspace can only be worse (ratio >= 1).
-    assert min(ratios) >= 1.0
+    assert (tmp_path / "franc_fig1_pca_decaying.png").exists()
+    rows = [[c.strip() for c in line.split("|")] for line in res.table.splitlines()[2:]]
+    train = [float(r[7]) for r in rows if r[3] == "training"]
+    test = [float(r[7]) for r in rows if r[3] == "testing" and r[1] == "N(0, I)"]
+    # PCA is the optimal rank-m subspace of the training data: greedy / PCA >= 1 there.
+    assert len(train) == 12 and min(train) >= 1.0
+    # On held-out isotropic data the two are comparable (the paper's Fig. 1 b, d).
+    assert max(abs(t - 1.0) for t in test) < 0.1
 
 
 @requires_ripley
@@ -44,7 +48,7 @@ def test_ida_protocol_on_one_set_tiny_grid(monkeypatch):
                                                           (1,), (1, 2)))
     rows, chosen = franc.ida_franc(Context(progress=False), datasets=("heart",))
     acc = rows["heart"]
-    assert set(acc) == set(franc.METHODS)
+    assert set(acc) == set(franc.METHODS) | {franc.SUPPLEMENT}
     for m in franc.METHODS:
         assert len(acc[m]) == 2
         assert all(0.0 <= r[1] <= 0.5 for r in acc[m])

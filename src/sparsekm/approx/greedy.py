@@ -178,7 +178,9 @@ def pivoted_cholesky(X, kernel, n_new, *, tol=0.0, first=None, factor=None, resi
         if callback is not None:
             callback(len(pivots))
     m = m0 + len(pivots)
-    return np.asarray(pivots, dtype=np.intp), L[:m], se, n * len(pivots)
+    # Stopped early (tol or numerical rank): release the unused rows.
+    L = L[:m].copy() if m < 0.75 * L.shape[0] else L[:m]
+    return np.asarray(pivots, dtype=np.intp), L, se, n * len(pivots)
 
 
 def greedy_basis(X, kernel, n_basis, *, tol=1e-3, init="random", pivoting="greedy",

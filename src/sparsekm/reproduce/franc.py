@@ -61,7 +61,7 @@ def _greedy_mse(Xtr, Xte, ms, seed):
 def run_franc_pca(ctx):
     rng = np.random.default_rng(ctx.seed)
     d = 100
-    ms = np.arange(1, d + 1) if not ctx.quick else np.arange(1, d + 1, 3)
+    ms = np.arange(1, d + 1) if not ctx.quick else np.union1d(np.arange(1, d + 1, 3), [25, 50])
     settings = [
         ("isotropic", "N(0, I)", np.ones(d), "franc_fig1_pca.png"),
         ("decaying", "N(0, Q diag(exp(-i/20))^2 Q^T)", np.exp(-np.arange(d) / 20.0),
