@@ -48,7 +48,7 @@ def _numerical_floor(diag, n):
 
 def pivoted_cholesky(X, kernel, n_new, *, tol=0.0, first=None, factor=None, residuals=None,
                      pivoting="greedy", random_state=None, lookahead=None, callback=None):
-    """Greedy pivoted incomplete Cholesky of the Gram matrix of ``X`` (Algorithm 1).
+    """Pivoted incomplete Cholesky of the Gram matrix of ``X`` (Algorithm 1).
 
     Parameters
     ----------
@@ -60,7 +60,7 @@ def pivoted_cholesky(X, kernel, n_new, *, tol=0.0, first=None, factor=None, resi
     tol : float, default=0.0
         Stop as soon as ``max se(x) < tol`` (the paper's epsilon).
     first : int or None
-        Index of the first pivot; ``None`` takes the largest residual.
+        Index of the first pivot; ``None`` applies the pivoting rule from the start.
     factor : ndarray of shape (m0, n_samples), optional
         Coordinates ``gamma`` of ``X`` in an existing basis of ``m0`` vectors (one
         row per basis vector); the factorisation continues from it (online mode).
