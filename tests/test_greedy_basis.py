@@ -218,3 +218,61 @@ def test_blocked_lookahead_selects_the_same_pivots(rng):
     np.testing.assert_allclose(blocked[1], plain[1], atol=1e-12)
     np.testing.assert_allclose(blocked[2], plain[2], atol=1e-12)
     assert blocked[3] == plain[3] == 1500 * 120
+
+
+def test_random_pivoting_blocked_matches_distribution(rng):
+    # Rejection sampling in blocks draws pivots from the same law as the plain
+    # sampler: compare the first pivots after a fixed greedy start, over many seeds.
+    from sparsekm.approx import pivoted_cholesky
+
+    X = _clusters(300, 2, rng, n_centers=3)
+    k = RBF(0.5)
+    _, L, se, _ = pivoted_cholesky(X, k, 3, lookahead=0, first=0)
+    p_expected = se / se.sum()
+    bins = np.digitize(X[:, 0], np.quantile(X[:, 0], [0.2, 0.4, 0.6, 0.8]))
+    counts = np.zeros(300)
+    for seed in range(1000):
+        piv, *_ = pivoted_cholesky(X, k, 1, pivoting="random", random_state=seed, lookahead=4,
+                                   factor=L, residuals=se)
+        counts[piv[0]] += 1
+    # total-variation distance over five bins of points (sampling noise ~ 0.03)
+    emp = np.bincount(bins, weights=counts / 1000, minlength=5)
+    exact = np.bincount(bins, weights=p_expected, minlength=5)
+    assert 0.5 * np.abs(emp - exact).sum() < 0.07
+    assert np.all(counts[se == 0] == 0)
+
+
+def test_random_pivoting_is_valid_factorisation(rng):
+    from sparsekm.approx import pivoted_cholesky
+
+    X = _clusters(1200, 3, rng)
+    k = RBF(0.5)
+    piv, L, se, _ = pivoted_cholesky(X, k, 80, pivoting="random", random_state=0, lookahead=8)
+    assert len(set(piv.tolist())) == 80
+    Xr = X[piv]
+    expected = k(X, Xr) @ np.linalg.solve(k(Xr), k(Xr, X))
+    np.testing.assert_allclose(L.T @ L, expected, atol=1e-8)
+    np.testing.assert_allclose(se, np.maximum(1.0 - np.diag(expected), 0), atol=1e-8)
+    a = GreedyBasis(n_basis=20, kernel=k, pivoting="random", random_state=3).fit(X)
+    b = GreedyBasis(n_basis=20, kernel=k, pivoting="random", random_state=3).fit(X)
+    np.testing.assert_array_equal(a.basis_indices_, b.basis_indices_)
+    with pytest.raises(ValueError, match="'pivoting' parameter of GreedyBasis"):
+        GreedyBasis(pivoting="best").fit(X)
+
+
+def test_random_pivoting_blocked_equals_plain_in_law(rng):
+    # Several pivots inside one block (rejections happen): the residual left after
+    # 6 random pivots has the same law with and without the blocked sampler.
+    from sparsekm.approx import pivoted_cholesky
+
+    X = _clusters(300, 2, rng, n_centers=4)
+    k = RBF(2.0)
+    stats = {}
+    for la in (0, 8):
+        stats[la] = np.array([
+            pivoted_cholesky(X, k, 6, pivoting="random", random_state=s, lookahead=la)[2].sum()
+            for s in range(300)
+        ])
+    diff = stats[8].mean() - stats[0].mean()
+    se_diff = np.sqrt(stats[8].var() / 300 + stats[0].var() / 300)
+    assert abs(diff) < 4 * se_diff

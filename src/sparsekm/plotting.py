@@ -85,7 +85,7 @@ def approximation_mse_curves(panels, *, path=None, suptitle=None):
     nrows = int(np.ceil(len(panels) / ncols))
     fig, axes = plt.subplots(nrows, ncols, figsize=(5 * ncols, 3.6 * nrows), squeeze=False)
     styles = ["-", "--", ":", "-."]
-    for ax, panel in zip(axes.flat, panels):
+    for ax, panel in zip(axes.flat, panels, strict=False):
         for i, (label, values) in enumerate(panel["curves"].items()):
             ax.plot(panel["m"], values, styles[i % 4], label=label)
         ax.set_title(panel["title"], fontsize=9)
@@ -186,8 +186,8 @@ def decision_boundaries(panels, X, y, *, path=None, suptitle=None, resolution=20
     nrows = int(np.ceil(len(panels) / ncols))
     fig, axes = plt.subplots(nrows, ncols, figsize=(5 * ncols, 4.2 * nrows), squeeze=False)
     classes = np.unique(y)
-    for ax, panel in zip(axes.flat, panels):
-        for c, marker, color in zip(classes, ("o", "x"), ("tab:blue", "tab:red")):
+    for ax, panel in zip(axes.flat, panels, strict=False):
+        for c, marker, color in zip(classes, ("o", "x"), ("tab:blue", "tab:red"), strict=False):
             pts = X[y == c]
             ax.scatter(pts[:, 0], pts[:, 1], s=10, marker=marker, c=color, linewidths=0.8,
                        alpha=0.7)

@@ -38,6 +38,7 @@ from ..utils.validation import check_array, check_same_features, check_scalar
 __all__ = ["GreedyBasis", "greedy_basis", "pivoted_cholesky"]
 
 _INITS = ("random", "max-diag")
+_PIVOTING = ("greedy", "random")
 
 
 def _numerical_floor(diag, n):
@@ -47,8 +48,8 @@ def _numerical_floor(diag, n):
 
 
 def pivoted_cholesky(X, kernel, n_new, *, tol=0.0, first=None, factor=None, residuals=None,
-                     lookahead=None, callback=None):
-    """Greedy pivoted incomplete Cholesky of the Gram matrix of ``X`` (Algorithm 1).
+                     pivoting="greedy", random_state=None, lookahead=None, callback=None):
+    """Pivoted incomplete Cholesky of the Gram matrix of ``X`` (Algorithm 1).
 
     Parameters
     ----------
@@ -60,12 +61,18 @@ def pivoted_cholesky(X, kernel, n_new, *, tol=0.0, first=None, factor=None, resi
     tol : float, default=0.0
         Stop as soon as ``max se(x) < tol`` (the paper's epsilon).
     first : int or None
-        Index of the first pivot; ``None`` takes the largest residual.
+        Index of the first pivot; ``None`` applies the pivoting rule from the start.
     factor : ndarray of shape (m0, n_samples), optional
         Coordinates ``gamma`` of ``X`` in an existing basis of ``m0`` vectors (one
         row per basis vector); the factorisation continues from it (online mode).
     residuals : ndarray of shape (n_samples,), optional
         ``se(x)`` for the existing basis (``k(x, x)`` when there is none).
+    pivoting : {"greedy", "random"}, default="greedy"
+        ``"greedy"``: the largest residual (Algorithm 1). ``"random"``: a pivot drawn
+        with probability proportional to ``se(x)`` (randomly pivoted Cholesky, Chen,
+        Epperly, Tropp & Webber 2022; not in Franc & Hlaváč).
+    random_state : int, RandomState instance or None
+        Used by ``pivoting="random"``.
     lookahead : int or None, default=None
         Pivots per block of the blocked variant (0: plain left-looking update).
         At the start of each block the projections of the ``2 * lookahead``
@@ -73,7 +80,10 @@ def pivoted_cholesky(X, kernel, n_new, *, tol=0.0, first=None, factor=None, resi
         matrix-matrix product, so that a pivot among them costs only a product with
         the block's own rows. The pivots chosen are exactly the same (the greedy
         argmax is always taken over all residuals); a pivot outside the candidates
-        falls back to the plain update. ``None`` uses 64 for large problems.
+        falls back to the plain update. For random pivoting the candidates are
+        ``2 * lookahead`` proposals drawn from the residuals at the block start and
+        accepted by rejection sampling, which keeps the exact distribution.
+        ``None`` uses 64 for large problems.
     callback : callable, optional
         Called as ``callback(j)`` after every pivot (progress bars).
 
@@ -90,6 +100,8 @@ def pivoted_cholesky(X, kernel, n_new, *, tol=0.0, first=None, factor=None, resi
     n_kernel_evaluations : int
         Kernel values computed (one column of ``n_samples`` values per pivot).
     """
+    if pivoting not in _PIVOTING:
+        raise ValueError(f"pivoting must be one of {_PIVOTING}; got {pivoting!r}.")
     n = X.shape[0]
     dtype = X.dtype
     m0 = 0 if factor is None else factor.shape[0]
@@ -102,18 +114,52 @@ def pivoted_cholesky(X, kernel, n_new, *, tol=0.0, first=None, factor=None, resi
     x_sq = kernel._sqnorms(X)
     if lookahead is None:
         lookahead = 64 if n * (m0 + n_new) >= 2**22 else 0
+    rng = check_random_state(random_state) if pivoting == "random" else None
     pivots = []
     block_start = m0
-    cand_pos = {}
-    cand_proj = None
+    cand_pos, cand_proj = {}, None
+    queue = []  # random pivoting: proposals drawn at the block start, with their se
+
+    def new_block(j):
+        nonlocal block_start, cand_pos, cand_proj, queue
+        block_start = j
+        if pivoting == "greedy":
+            c = min(2 * lookahead, n)
+            P = np.argpartition(se, n - c)[n - c:]
+        else:
+            P = rng.choice(n, size=2 * lookahead, p=se / se.sum())
+            queue = [(int(q), float(se[q])) for q in P]
+            P = np.unique(P)
+        cand_pos = {int(q): t for t, q in enumerate(P)}
+        cand_proj = L[:j, P].T @ L[:j]
+
     for j in range(m0, m0 + n_new):
-        p = int(np.argmax(se)) if (first is None or pivots) else int(first)
-        se_p = float(se[p])
-        if se_p < tol or se_p <= floor:
+        se_max = float(se.max())
+        if se_max < tol or se_max <= floor:
             break
-        if lookahead and j - block_start >= lookahead:
-            block_start = j
-            cand_pos, cand_proj = _candidate_projections(L[:j], se, 2 * lookahead)
+        if lookahead and (j - block_start >= lookahead or (pivoting == "random" and not queue)):
+            new_block(j)
+        if first is not None and not pivots:
+            p = int(first)
+        elif pivoting == "greedy":
+            p = int(np.argmax(se))
+        elif lookahead:
+            # Rejection sampling: proposals ~ se at the block start are accepted with
+            # probability se_now / se_then <= 1, so accepted pivots ~ se_now exactly.
+            p = None
+            while p is None:
+                if not queue:
+                    new_block(j)
+                q, se_then = queue.pop(0)
+                if se[q] > floor and rng.random_sample() * se_then < se[q]:
+                    p = q
+        else:
+            p = int(rng.choice(n, p=se / se.sum()))
+            while se[p] <= floor:
+                p = int(rng.choice(n, p=se / se.sum()))
+        se_p = float(se[p])
+        if se_p <= floor:
+            break
         col = kernel._block(X, X[p:p + 1], x_sq, None if x_sq is None else x_sq[p:p + 1])[:, 0]
         t = cand_pos.get(p)
         if t is not None:
@@ -133,18 +179,13 @@ def pivoted_cholesky(X, kernel, n_new, *, tol=0.0, first=None, factor=None, resi
         if callback is not None:
             callback(len(pivots))
     m = m0 + len(pivots)
-    return np.asarray(pivots, dtype=np.intp), L[:m], se, n * len(pivots)
+    # Stopped early (tol or numerical rank): release the unused rows.
+    L = L[:m].copy() if m < 0.75 * L.shape[0] else L[:m]
+    return np.asarray(pivots, dtype=np.intp), L, se, n * len(pivots)
 
 
-def _candidate_projections(L, se, n_candidates):
-    """``L[:, P].T @ L`` for the ``n_candidates`` largest residuals ``P`` (one GEMM)."""
-    n_candidates = min(n_candidates, se.shape[0])
-    P = np.argpartition(se, se.shape[0] - n_candidates)[-n_candidates:]
-    proj = L[:, P].T @ L
-    return {int(p): t for t, p in enumerate(P)}, proj
-
-
-def greedy_basis(X, kernel, n_basis, *, tol=1e-3, init="random", random_state=None):
+def greedy_basis(X, kernel, n_basis, *, tol=1e-3, init="random", pivoting="greedy",
+                 random_state=None):
     """Functional form of :class:`GreedyBasis` (Algorithm 1 of Franc & Hlaváč).
 
     Parameters
@@ -158,6 +199,8 @@ def greedy_basis(X, kernel, n_basis, *, tol=1e-3, init="random", random_state=No
     init : {"random", "max-diag"}
         First basis vector: a random point (the paper's step 1) or the point with
         the largest ``k(x, x)``.
+    pivoting : {"greedy", "random"}, default="greedy"
+        See :class:`GreedyBasis`.
     random_state : int, RandomState instance or None
 
     Returns
@@ -173,7 +216,8 @@ def greedy_basis(X, kernel, n_basis, *, tol=1e-3, init="random", random_state=No
         raise TypeError(f"kernel must be a sparsekm.kernels.Kernel; got {type(kernel).__name__}.")
     rng = check_random_state(random_state)
     first = _first_pivot(kernel, X, init, rng)
-    piv, L, se, _ = pivoted_cholesky(X, kernel, n_basis, tol=tol, first=first)
+    piv, L, se, _ = pivoted_cholesky(X, kernel, n_basis, tol=tol, first=first,
+                                     pivoting=pivoting, random_state=rng)
     return piv, L.T, se
 
 
@@ -207,8 +251,15 @@ class GreedyBasis(TransformerMixin, BaseEstimator):
         ``None`` is an RBF kernel with scikit-learn's ``gamma="scale"``.
     init : {"random", "max-diag"}, default="random"
         First basis vector: random (Algorithm 1, step 1) or the largest ``k(x, x)``.
+    pivoting : {"greedy", "random"}, default="greedy"
+        ``"greedy"`` adds the point with the largest residual (Algorithm 1).
+        ``"random"`` draws it with probability proportional to its residual
+        (randomly pivoted Cholesky; Chen, Epperly, Tropp & Webber, 2022 -- an
+        extension, not in the paper): it spends fewer vectors on outliers and
+        usually gives a lower *mean* residual, while the greedy rule minimises the
+        *largest* one.
     random_state : int, RandomState instance or None, default=None
-        Used by ``init="random"``.
+        Used by ``init="random"`` and ``pivoting="random"``.
 
     Attributes
     ----------
@@ -250,19 +301,23 @@ class GreedyBasis(TransformerMixin, BaseEstimator):
     >>> from sparsekm.approx import GreedyBasis
     >>> from sparsekm.kernels import RBF
     >>> X = np.random.default_rng(0).normal(size=(200, 3))
-    >>> gb = GreedyBasis(n_basis=80, kernel=RBF(0.5), random_state=0).fit(X)
+    >>> gb = GreedyBasis(n_basis=40, kernel=RBF(0.5), random_state=0).fit(X)
     >>> Gamma = gb.transform(X)
     >>> Gamma.shape
-    (200, 80)
-    >>> bool(np.abs(Gamma @ Gamma.T - RBF(0.5)(X)).max() < 0.05)
+    (200, 40)
+    >>> # |k(x_i, x_j) - gamma_i . gamma_j| <= sqrt(se(x_i) se(x_j)) (Cauchy-Schwarz)
+    >>> err = np.abs(Gamma @ Gamma.T - RBF(0.5)(X))
+    >>> bool(np.all(err <= np.sqrt(np.outer(gb.residuals_, gb.residuals_)) + 1e-12))
     True
     """
 
-    def __init__(self, n_basis=100, tol=1e-3, kernel=None, init="random", random_state=None):
+    def __init__(self, n_basis=100, tol=1e-3, kernel=None, init="random", pivoting="greedy",
+                 random_state=None):
         self.n_basis = n_basis
         self.tol = tol
         self.kernel = kernel
         self.init = init
+        self.pivoting = pivoting
         self.random_state = random_state
 
     # -- fitting -------------------------------------------------------------------
@@ -272,6 +327,9 @@ class GreedyBasis(TransformerMixin, BaseEstimator):
         if self.init not in _INITS:
             raise ValueError(f"The 'init' parameter of GreedyBasis must be one of {_INITS}. "
                              f"Got {self.init!r} instead.")
+        if self.pivoting not in _PIVOTING:
+            raise ValueError(f"The 'pivoting' parameter of GreedyBasis must be one of "
+                             f"{_PIVOTING}. Got {self.pivoting!r} instead.")
 
     def fit(self, X, y=None):
         """Select the basis vectors on ``X`` (Algorithm 1)."""
@@ -293,7 +351,9 @@ class GreedyBasis(TransformerMixin, BaseEstimator):
         rng = check_random_state(self.random_state)
         first = _first_pivot(self.kernel_, X, self.init, rng)
         piv, L, se, n_eval = pivoted_cholesky(X, self.kernel_, self.n_basis, tol=self.tol,
-                                              first=first)
+                                              first=first, pivoting=self.pivoting,
+                                              random_state=rng)
+        self._rng = rng  # partial_fit continues the same random stream
         self.n_features_in_ = X.shape[1]
         self.n_samples_seen_ = X.shape[0]
         self.basis_indices_ = piv
@@ -327,8 +387,12 @@ class GreedyBasis(TransformerMixin, BaseEstimator):
         se0 = self.kernel_.diag(X) - np.einsum("ij,ij->j", G0, G0)
         np.maximum(se0, 0.0, out=se0)
         budget = max(int(self.n_basis) - m0, 0)
+        rng = getattr(self, "_rng", None)
+        if rng is None:
+            rng = self._rng = check_random_state(self.random_state)
         piv, L, se, n_eval = pivoted_cholesky(X, self.kernel_, budget, tol=self.tol,
-                                              factor=G0, residuals=se0)
+                                              factor=G0, residuals=se0,
+                                              pivoting=self.pivoting, random_state=rng)
         if len(piv):
             m = m0 + len(piv)
             chol = np.zeros((m, m), dtype=self.cholesky_.dtype)

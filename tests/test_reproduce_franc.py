@@ -1,0 +1,65 @@
+"""Smoke and target checks of the Franc & Hlaváč reproductions."""
+
+import numpy as np
+import pytest
+
+from conftest import requires_ida, requires_ripley
+from sparsekm.reproduce import REGISTRY, Context, discover
+
+
+@pytest.fixture(scope="module")
+def registry():
+    return discover()
+
+
+def test_registered(registry):
+    for name in ("franc-pca", "ripley", "ida-franc"):
+        assert name in registry
+    assert registry["ida-franc"].slow
+
+
+def test_franc_pca_quick(registry, tmp_path):
+    res = REGISTRY["franc-pca"].func(Context(out_dir=tmp_path, quick=True, progress=False))
+    assert (tmp_path / "franc_fig1_pca.png").exists()
+    assert (tmp_path / "franc_fig1_pca_decaying.png").exists()
+    rows = [[c.strip() for c in line.split("|")] for line in res.table.splitlines()[2:]]
+    train = [float(r[7]) for r in rows if r[3] == "training"]
+    test = [float(r[7]) for r in rows if r[3] == "testing" and r[1] == "N(0, I)"]
+    # PCA is the optimal rank-m subspace of the training data: greedy / PCA >= 1 there.
+    assert len(train) == 12 and min(train) >= 1.0
+    # On held-out isotropic data the two are comparable (the paper's Fig. 1 b, d).
+    assert max(abs(t - 1.0) for t in test) < 0.1
+
+
+@requires_ripley
+def test_ripley_quick_meets_target(registry, tmp_path):
+    res = REGISTRY["ripley"].func(Context(out_dir=tmp_path, quick=True, progress=False))
+    assert len(res.figures) == 2
+    row = next(line for line in res.table.splitlines() if "SVM+Approx (m = 25)" in line)
+    test_err = float(row.split("|")[4])
+    assert test_err <= 9.6  # paper: 9.4 %; issue target <= 9.6 %
+
+
+@requires_ida
+def test_ida_protocol_on_one_set_tiny_grid(monkeypatch):
+    from sparsekm.reproduce import franc
+
+    monkeypatch.setattr(franc, "ida_grid", lambda quick: (np.array([2.0**-4]), np.array([1.0, 8.0]),
+                                                          (1,), (1, 2)))
+    rows, chosen = franc.ida_franc(Context(progress=False), datasets=("heart",))
+    acc = rows["heart"]
+    assert set(acc) == set(franc.METHODS) | {franc.SUPPLEMENT}
+    for m in franc.METHODS:
+        assert len(acc[m]) == 2
+        assert all(0.0 <= r[1] <= 0.5 for r in acc[m])
+    # m = 0.1 n for the SVM, 0.25 n for the KFD (170 training points)
+    assert all(r[4] <= 17 for r in acc["SVM+Approx"])
+    assert all(r[4] <= 42 for r in acc["KFD+Approx"])
+    assert all(r[4] == 170 for r in acc["KFD"])
+
+
+@pytest.mark.slow
+@requires_ida
+def test_ida_franc_quick_runs(registry):
+    res = REGISTRY["ida-franc"].func(Context(quick=True, progress=False))
+    assert "flare_solar is not available offline" in " ".join(res.notes)
