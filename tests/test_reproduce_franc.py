@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from conftest import requires_ida, requires_ripley
+from .conftest import requires_ida, requires_ripley
 from sparsekm.reproduce import REGISTRY, Context, discover
 
 
