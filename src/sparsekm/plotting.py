@@ -97,6 +97,10 @@ def approximation_mse_curves(panels, *, path=None, suptitle=None):
         ax.set_axis_off()
     if suptitle:
         fig.suptitle(suptitle, fontsize=10)
+    fig.tight_layout()
+    return savefig(fig, path) if path is not None else fig
+
+
 # -- Randomized kernels (issue 7: Achlioptas, McSherry & Schölkopf) ----------------------
 def randomized_error_vs_bound(labels, measured, bounds, *, lower=None, path=None,
                               title="||K_hat - K|| vs Füredi–Komlós bound 4 sigma sqrt(m)"):
@@ -206,6 +210,9 @@ def decision_boundaries(panels, X, y, *, path=None, suptitle=None, resolution=20
         fig.suptitle(suptitle + "  (solid: full training set, dashed: approximated; "
                      "circles: basis vectors)", fontsize=9)
     fig.tight_layout()
+    return savefig(fig, path) if path is not None else fig
+
+
 def randomized_projection_plot(dims, fractions, target, accuracy=None, exact_accuracy=None, *,
                                path=None, title="Theorem 6: random projections"):
     """Fraction of pairs within ``(1 +- eps)`` and kernel-machine accuracy vs ``s``."""
@@ -229,7 +236,7 @@ def randomized_projection_plot(dims, fractions, target, accuracy=None, exact_acc
         ax.set_ylabel("test accuracy")
         ax.legend(fontsize=7)
     fig.suptitle(title, fontsize=9)
-# -- kernel PCA and pre-images (issue 3) ---------------------------------------------------
+    return savefig(fig, path) if path is not None else fig
 
 
 def plot_component_contours(kpca, X, *, n_components=8, grid=(-1.0, 1.0, -0.5, 1.0),
