@@ -149,11 +149,18 @@ class _ReducedSetBase(BaseEstimator):
             lam=self.lam, n_init=self.n_init, max_iter=self.max_iter,
             refine_max_iter=self.refine_max_iter, random_state=self.random_state)
 
-    def _fitted_model(self, X, y, default):
-        est = default if self.estimator is None else self.estimator
+    def _fitted_model(self, X, y, est):
         if _is_fitted(est) and getattr(est, "n_features_in_", X.shape[1]) == X.shape[1]:
             return est
         return clone(est).fit(X, y)
+
+    def _persist_params(self):
+        # The wrapped scikit-learn estimator is not stored (sparsekm files hold no
+        # pickles); the fitted reduced machine needs only expansion_. A loaded model
+        # predicts exactly as before but has estimator=None.
+        params = self.get_params(deep=False)
+        params["estimator"] = None
+        return params
 
     def _evaluate(self, X):
         check_is_fitted(self)
@@ -219,6 +226,12 @@ class ReducedSetClassifier(ClassifierMixin, _ReducedSetBase):
         ``||Psi - Psi'||^2 / ||Psi||^2``.
     classes_ : ndarray of shape (n_classes,)
     n_features_in_ : int
+
+    Notes
+    -----
+    ``sparsekm.save`` stores the reduced machine and all parameters except the
+    wrapped ``estimator`` (stored as ``None``: sparsekm files hold no pickled
+    scikit-learn objects); the loaded model predicts identically.
 
     Examples
     --------

@@ -252,7 +252,12 @@ def _construct(expansion, kernel, X, A_all, n_vectors, shared, refine, tol, n_in
     multi = expansion.is_multioutput
     groups = [np.arange(n_out)] if (shared or n_out == 1) else [[k] for k in range(n_out)]
     blocks, paths, phase1, norms, n_iter = [], [], [], [], 0
-    for grp in groups:
+    # One independent stream per output: output k's vectors do not depend on how many
+    # steps the other outputs took, so the first m vectors of an N_z-vector run are
+    # exactly the m-vector run (prefixes are valid smaller reduced sets).
+    seeds = rng.integers(2**31 - 1, size=len(groups))
+    for grp, seed in zip(groups, seeds):
+        rng = np.random.default_rng(seed)
         A = A_all[:, grp]
         rows = np.flatnonzero(np.any(A != 0, axis=1))
         Xg, Ag = X[rows], A[rows]

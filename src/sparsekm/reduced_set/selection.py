@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 from scipy import linalg
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.linear_model import Lasso, lasso_path
+from sklearn.linear_model import Lasso
 
 from ..expansion import KernelExpansion
 from ..utils.validation import check_scalar
@@ -171,8 +171,8 @@ def _cholesky_factor(K):
     return (V * np.sqrt(np.maximum(lam, 0.0))).T
 
 
-def select_l1(expansion, lam=None, *, n_vectors=None, c="uniform", refit=True, tol=1e-8,
-              max_iter=100_000):
+def select_l1(expansion, lam=None, *, n_vectors=None, c="uniform", refit=True, tol=1e-6,
+              max_iter=10_000):
     """RS selection with an L1 penalty (eq. 66-69), solved as a weighted Lasso.
 
     Minimises ``||sum_i alpha_i Phi(x_i) - sum_i beta_i Phi(x_i)||^2 +
@@ -190,8 +190,9 @@ def select_l1(expansion, lam=None, *, n_vectors=None, c="uniform", refit=True, t
     lam : float >= 0, optional
         ``lambda`` of eq. 66. Give exactly one of ``lam`` and ``n_vectors``.
     n_vectors : int >= 1, optional
-        Instead of ``lam``: take the ``lam`` on a 200-point regularisation path
-        whose support is largest without exceeding ``n_vectors``.
+        Instead of ``lam``: walk down a log-spaced ``lam`` grid (warm-started, 20
+        points per decade) and keep the solution with the largest support not
+        exceeding ``n_vectors``.
     c : {"uniform", "inverse"} or array-like of shape (n_terms,), default="uniform"
         Weights ``c_i``: all 1, or ``mean|alpha| / |alpha_i|`` (Table III, RSS_2).
     refit : bool, default=True
@@ -234,15 +235,21 @@ def select_l1(expansion, lam=None, *, n_vectors=None, c="uniform", refit=True, t
                               max_iter=max_iter, selection="cyclic")
                 theta = model.fit(design, target).coef_
         else:
+            # Walk down a log-spaced lambda grid with warm starts; stop once the
+            # support exceeds n_vectors and keep the largest support within it.
             alpha_max = float(np.max(np.abs(design.T @ target))) / N
-            grid = alpha_max * np.logspace(0, -6, 200)
-            alphas, coefs, _ = lasso_path(design, target, alphas=grid, tol=tol,
-                                          max_iter=max_iter)
-            sizes = np.count_nonzero(coefs, axis=0)
-            ok = np.flatnonzero(sizes <= n_vectors)
-            j = ok[np.argmax(sizes[ok])] if ok.size else 0
-            theta = coefs[:, j]
-            lam = float(alphas[j] * 2.0 * N)
+            model = Lasso(alpha=alpha_max, fit_intercept=False, tol=tol, max_iter=max_iter,
+                          warm_start=True, selection="cyclic")
+            theta, lam_best = np.zeros(usable.size), alpha_max * 2.0 * N
+            for a in alpha_max * np.logspace(0, -6, 121)[1:]:
+                model.set_params(alpha=a)
+                coef = model.fit(design, target).coef_
+                size = np.count_nonzero(coef)
+                if size > n_vectors:
+                    break
+                if size >= np.count_nonzero(theta):
+                    theta, lam_best = coef.copy(), a * 2.0 * N
+            lam = lam_best
     beta = np.zeros(N)
     beta[usable] = theta / w[usable]
     support = np.flatnonzero(beta != 0)
