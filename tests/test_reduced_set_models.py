@@ -23,8 +23,8 @@ def moons():
 @pytest.fixture(scope="module")
 def digits():
     X, y = load_digits(return_X_y=True)
-    X, y = X[:600] / 16.0, y[:600]
-    return X[:400], y[:400], X[400:], y[400:]
+    X, y = X[:450] / 16.0, y[:450]
+    return X[:300], y[:300], X[300:], y[300:]
 
 
 @pytest.mark.parametrize("method", ["construct", "construct+refine", "select-kpca", "select-l1"])
@@ -55,31 +55,31 @@ def test_construct_refine_no_worse_than_construct(moons):
 def test_multiclass_separate_and_shared(digits):
     Xtr, ytr, Xte, yte = digits
     ovr = OneVsRestClassifier(SVC(C=10, gamma=0.5)).fit(Xtr, ytr)
-    sep = ReducedSetClassifier(ovr, n_vectors=8, random_state=0).fit(Xtr, ytr)
-    assert sep.expansion_.n_outputs == 10 and sep.n_vectors_ == 80
+    fast = {"n_init": 3, "max_iter": 50, "random_state": 0}
+    sep = ReducedSetClassifier(ovr, n_vectors=6, refit_intercept=False, **fast).fit(Xtr, ytr)
+    assert sep.expansion_.n_outputs == 10 and sep.n_vectors_ == 60
     assert sep.decision_function(Xte).shape == (Xte.shape[0], 10)
-    shared = ReducedSetClassifier(ovr, n_vectors=40, shared=True, random_state=0).fit(Xtr, ytr)
+    shared = ReducedSetClassifier(ovr, n_vectors=40, shared=True, **fast).fit(Xtr, ytr)
     assert shared.n_vectors_ == 40
     base = ovr.score(Xte, yte)
     assert sep.score(Xte, yte) > base - 0.1
     assert shared.score(Xte, yte) > base - 0.1
-    # An SVC given for a multi-class problem is wrapped one-vs-rest.
-    auto = ReducedSetClassifier(SVC(C=10, gamma=0.5), n_vectors=8, random_state=0).fit(Xtr, ytr)
-    np.testing.assert_allclose(auto.objective_, sep.objective_, rtol=1e-8)
-    joint = ReducedSetClassifier(ovr, n_vectors=8, refit_intercept="joint",
-                                 random_state=0).fit(Xtr, ytr)
-    err = lambda c: np.mean(c.predict(Xtr) != ytr)  # noqa: E731
-    keep = ReducedSetClassifier(ovr, n_vectors=8, refit_intercept=False,
-                                random_state=0).fit(Xtr, ytr)
-    assert err(joint) <= err(keep)
+    # Thresholds: the joint re-fit never has more training errors than the kept ones.
+    joint = ReducedSetClassifier(ovr, n_vectors=6, refit_intercept="joint", **fast).fit(Xtr, ytr)
+    np.testing.assert_array_equal(joint.expansion_.coef, sep.expansion_.coef)
+    assert np.mean(joint.predict(Xtr) != ytr) <= np.mean(sep.predict(Xtr) != ytr)
+    # An unfitted SVC on a multi-class problem is wrapped one-vs-rest.
+    auto = ReducedSetClassifier(SVC(C=10, gamma=0.5), n_vectors=2, **fast).fit(Xtr, ytr)
+    assert auto.expansion_.n_outputs == 10 and auto.n_support_vectors_ == sep.n_support_vectors_
 
 
 def test_shared_selection_methods(digits):
     Xtr, ytr, _, _ = digits
+    Xtr, ytr = Xtr[:150], ytr[:150]
     ovr = OneVsRestClassifier(SVC(C=10, gamma=0.5)).fit(Xtr, ytr)
     for method in ("select-kpca", "select-l1"):
-        clf = ReducedSetClassifier(ovr, n_vectors=60, method=method, shared=True).fit(Xtr, ytr)
-        assert clf.n_vectors_ <= 60
+        clf = ReducedSetClassifier(ovr, n_vectors=50, method=method, shared=True).fit(Xtr, ytr)
+        assert clf.n_vectors_ <= 50
         assert clf.score(Xtr, ytr) > 0.8
 
 
