@@ -22,7 +22,7 @@ from ..utils.validation import check_scalar
 from ._base import ReducedSetResult, _check_expansion, _coef2d, _solve_kz
 from ._one_term import one_term_shared
 
-__all__ = ["construct", "refine"]
+__all__ = ["construct", "refine", "phase2_objective"]
 
 #: Above this many expansion vectors, start candidates are scored on a random subset.
 _MAX_CANDIDATES = 4000
@@ -103,15 +103,44 @@ def _construct_block(kernel, X, A, n_vectors, *, n_init, max_iter, tol_step, tol
         Kz_next[m, :m] = kz_new
         Kz_next[m, m] = kzz
         c_new = kernel(z[None, :], X) @ A
-        Kz = Kz_next
-        C = np.vstack([C, c_new])
+        C_next = np.vstack([C, c_new])
+        B_next = _solve_kz(Kz_next, C_next)
+        obj = np.maximum(norm2 + np.einsum("ij,ij->j", B_next, Kz_next @ B_next)
+                         - 2.0 * np.einsum("ij,ij->j", B_next, C_next), 0.0)
+        if path and obj.sum() > path[-1].sum():
+            # A numerically failed step (K^z singular to working precision): with exact
+            # arithmetic adding a vector never increases the error, so stop here.
+            break
+        Kz, C, B = Kz_next, C_next, B_next
         Z = np.vstack([Z, z])
-        B = _solve_kz(Kz, C)
-        obj = np.maximum(norm2 - np.einsum("ij,ij->j", B, C), 0.0)
         path.append(obj)
-        if np.sqrt(obj.sum()) <= tol:
+        # Stop at tol, or when Psi is reproduced to rounding (finite-dimensional feature
+        # spaces): further vectors would only make K^z singular.
+        if np.sqrt(obj.sum()) <= tol or obj.sum() <= 1e-10 * norm2.sum():
             break
     return Z, B, np.asarray(path), norm2, n_iter_total
+
+
+def phase2_objective(kernel, X, A, Z, B, norm2):
+    """Phase-2 objective ``sum_k ||Psi_k - Psi'_k||^2`` and its gradients.
+
+    ``df/dB = 2 (K^z B - K^{zx} A)`` and
+    ``df/dz_u = 2 sum_k beta_uk [sum_b beta_bk grad k(z_b, z_u) - sum_i alpha_ik grad k(x_i, z_u)]``,
+    assembled with two ``kernel.gradient_sum`` calls (``O((N_x + N_z) N_z d)``).
+
+    Returns
+    -------
+    f : float
+    grad_Z : ndarray of shape (n_vectors, n_features)
+    grad_B : ndarray of shape (n_vectors, n_outputs)
+    """
+    Kz = kernel(Z)
+    C = kernel.mmv(Z, X, A)
+    KB = Kz @ B
+    f = float(np.sum(norm2) + np.einsum("ij,ij->", B, KB) - 2.0 * np.einsum("ij,ij->", B, C))
+    gB = 2.0 * (KB - C)
+    gZ = 2.0 * (kernel.gradient_sum(Z, Z, B @ B.T) - kernel.gradient_sum(X, Z, A @ B.T))
+    return f, gZ, gB
 
 
 def _refine_block(kernel, X, A, Z, B, max_iter, norm2):
@@ -120,14 +149,8 @@ def _refine_block(kernel, X, A, Z, B, max_iter, norm2):
     n_out = A.shape[1]
 
     def fun(theta):
-        Zc = theta[: m * d].reshape(m, d)
-        Bc = theta[m * d:].reshape(m, n_out)
-        Kz = kernel(Zc)
-        C = kernel.mmv(Zc, X, A)
-        KB = Kz @ Bc
-        f = norm2.sum() + np.einsum("ij,ij->", Bc, KB) - 2.0 * np.einsum("ij,ij->", Bc, C)
-        gB = 2.0 * (KB - C)
-        gZ = 2.0 * (kernel.gradient_sum(Zc, Zc, Bc @ Bc.T) - kernel.gradient_sum(X, Zc, A @ Bc.T))
+        f, gZ, gB = phase2_objective(kernel, X, A, theta[: m * d].reshape(m, d),
+                                     theta[m * d:].reshape(m, n_out), norm2)
         return f, np.concatenate([gZ.ravel(), gB.ravel()])
 
     theta0 = np.concatenate([Z.ravel(), B.ravel()])
@@ -183,7 +206,9 @@ def construct(expansion, n_vectors, *, shared=None, refine=False, tol=0.0, n_ini
         Run phase 2 (:func:`refine`): L-BFGS over all ``(z_j, beta_j)``.
     tol : float >= 0, default=0.0
         Stop early when ``||Psi_{m+1}|| = ||Psi - Psi'||`` falls to ``tol`` or below
-        (summed over outputs).
+        (summed over outputs). Construction also stops once ``||Psi - Psi'||^2`` is below
+        ``1e-10 ||Psi||^2`` (exact reproduction to rounding, possible for finite-dimensional feature
+        spaces such as polynomial kernels).
     n_init : int >= 1, default=5
         Starting points per one-term step: half are the original vectors with the
         largest one-term score ``(Psi_m . Phi(x))^2 / k(x, x)``, the rest random
@@ -260,7 +285,7 @@ def _construct(expansion, kernel, X, A_all, n_vectors, shared, refine, tol, n_in
     # steps the other outputs took, so the first m vectors of an N_z-vector run are
     # exactly the m-vector run (prefixes are valid smaller reduced sets).
     seeds = rng.integers(2**31 - 1, size=len(groups))
-    for grp, seed in zip(groups, seeds):
+    for grp, seed in zip(groups, seeds, strict=True):
         rng = np.random.default_rng(seed)
         A = A_all[:, grp]
         rows = np.flatnonzero(np.any(A != 0, axis=1))
