@@ -290,7 +290,7 @@ def run_shared(ctx):
     ovr, E = usps_svm(Xtr, ytr)
     n_sv, base = _baseline_row(E, ovr, Xte, yte)
     Ec = E.compress()
-    sizes = [50, 100, 150] if not ctx.quick else [50, 100]
+    sizes = [50, 100, 150, 250] if not ctx.quick else [50, 100]
     n_max = max(sizes)
     t0 = time.perf_counter()
     res = construct(Ec, n_max, shared=True, random_state=ctx.seed, progress=ctx.progress)
