@@ -427,3 +427,15 @@ def test_no_warnings_in_normal_use(rng):
         warnings.simplefilter("error")
         construct(psi, 3, random_state=0)
         select_kpca(psi, 10)
+
+
+def test_backfitting_sweeps_never_increase(rng):
+    psi = _expansion(rng, n=50)
+    base = construct(psi, 5, random_state=0)
+    swept = construct(psi, 5, n_sweeps=2, random_state=0)
+    sweeps = swept.info["objective_sweeps"]
+    assert sweeps.shape == (2,)
+    assert sweeps[0] <= base.objective + 1e-12 and sweeps[1] <= sweeps[0] + 1e-12
+    np.testing.assert_allclose(swept.objective, sweeps[-1], rtol=1e-8)
+    with pytest.raises(ValueError, match="'n_sweeps' parameter of construct"):
+        construct(psi, 2, n_sweeps=-1)
