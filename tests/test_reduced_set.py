@@ -439,3 +439,28 @@ def test_backfitting_sweeps_never_increase(rng):
     np.testing.assert_allclose(swept.objective, sweeps[-1], rtol=1e-8)
     with pytest.raises(ValueError, match="'n_sweeps' parameter of construct"):
         construct(psi, 2, n_sweeps=-1)
+
+
+def test_select_backward_is_the_optimal_greedy_step(rng):
+    from sparsekm.reduced_set import select_backward
+
+    psi = _expansion(rng, n=12, n_out=2)
+    X = np.asarray(psi.vectors)
+    res = select_backward(psi, 11)
+    # Brute force: the best single removal with Proposition 8 re-fitting.
+    errs = []
+    for n in range(12):
+        keep = np.delete(np.arange(12), n)
+        beta = optimal_coefficients(psi, X[keep])
+        errs.append(np.sum(approximation_error(psi, KernelExpansion(X[keep], beta, psi.kernel))))
+    assert sorted(set(range(12)) - set(res.support.tolist())) == [int(np.argmin(errs))]
+    np.testing.assert_allclose(np.sum(res.objective), min(errs), rtol=1e-8)
+    np.testing.assert_allclose(res.objective_path[-1], res.objective, rtol=1e-8)
+    # Longer runs: the path is non-decreasing and matches the final re-fit.
+    res5 = select_backward(psi, 5, refresh=3)
+    assert np.all(np.diff(res5.objective_path.sum(axis=1)) >= -1e-10)
+    np.testing.assert_allclose(res5.objective, approximation_error(psi, res5.expansion),
+                               rtol=1e-7)
+    kp = Polynomial(degree=2, coef0=1.0)
+    with pytest.raises(ValueError, match="Apply exact_reduction first"):
+        select_backward(_expansion(rng, n=25, d=3, kernel=kp), 5)
