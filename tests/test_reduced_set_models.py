@@ -27,7 +27,8 @@ def digits():
     return X[:300], y[:300], X[300:], y[300:]
 
 
-@pytest.mark.parametrize("method", ["construct", "construct+refine", "select-kpca", "select-l1"])
+@pytest.mark.parametrize("method", ["construct", "construct+refine", "select-kpca",
+                                    "select-backward", "select-l1"])
 def test_binary_methods(moons, method):
     X, y = moons
     svc = SVC(C=10, gamma=1.0).fit(X, y)
@@ -77,7 +78,7 @@ def test_shared_selection_methods(digits):
     Xtr, ytr, _, _ = digits
     Xtr, ytr = Xtr[:150], ytr[:150]
     ovr = OneVsRestClassifier(SVC(C=10, gamma=0.5)).fit(Xtr, ytr)
-    for method in ("select-kpca", "select-l1"):
+    for method in ("select-kpca", "select-backward", "select-l1"):
         clf = ReducedSetClassifier(ovr, n_vectors=50, method=method, shared=True).fit(Xtr, ytr)
         assert clf.n_vectors_ <= 50
         assert clf.score(Xtr, ytr) > 0.8
