@@ -160,3 +160,14 @@ def test_estimator_errors(moons):
     clf = ReducedSetClassifier(n_vectors=3, random_state=0).fit(X, y)
     with pytest.raises(ValueError, match="X has 3 features"):
         clf.predict(np.ones((2, 3)))
+
+
+def test_reduce_kernel_pca_errors():
+    with pytest.raises(NotFittedError):
+        reduce_kernel_pca(SkKernelPCA(n_components=2), 5)
+    X, _ = make_moons(50, noise=0.1, random_state=0)
+    kpca = SkKernelPCA(n_components=2, kernel="rbf", gamma=2.0).fit(X)
+    with pytest.raises(ValueError, match="'method' parameter of reduce_expansion"):
+        reduce_kernel_pca(kpca, 5, method="magic")
+    with pytest.raises(ValueError, match="'n_vectors' parameter of construct"):
+        reduce_kernel_pca(kpca, 0)
