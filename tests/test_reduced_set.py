@@ -97,12 +97,13 @@ def test_construct_objective_non_increasing(rng, kernel):
     psi = _expansion(rng, n=30, kernel=kernel)
     res = construct(psi, 6, random_state=0)
     path = res.objective_path
-    assert path.shape == (6,)
+    assert 1 <= path.shape[0] <= 6 and res.expansion.n_terms == path.shape[0]
     assert np.all(np.diff(path) <= 1e-10 * psi.norm2())
     assert path[0] < psi.norm2()
     np.testing.assert_allclose(res.objective, approximation_error(psi, res.expansion),
-                               rtol=1e-7, atol=1e-10)
-    assert res.expansion.n_terms == 6
+                               rtol=1e-6, atol=1e-9 * psi.norm2())
+    if kernel.is_radial:
+        assert res.expansion.n_terms == 6
 
 
 def test_construct_reproducible(rng):
@@ -134,31 +135,38 @@ def test_refine_never_increases_and_helps(rng):
     np.testing.assert_allclose(r.objective, approximation_error(psi, r.expansion), rtol=1e-7)
 
 
+def _phase2_fun_and_grad(psi, m):
+    from sparsekm.reduced_set.construction import phase2_objective
+
+    kernel, X, A = psi.kernel, np.asarray(psi.vectors), np.asarray(psi.coef)
+    d, n_out = X.shape[1], A.shape[1]
+    norm2 = psi.norm2()
+
+    def split(theta):
+        return theta[: m * d].reshape(m, d), theta[m * d:].reshape(m, n_out)
+
+    def f(theta):
+        # Reference value through the expansion algebra, not the formula under test.
+        Z, B = split(theta)
+        value = float(np.sum(psi.distance2(KernelExpansion(Z, B, kernel))))
+        np.testing.assert_allclose(phase2_objective(kernel, X, A, Z, B, norm2)[0], value,
+                                   rtol=1e-9, atol=1e-9)
+        return value
+
+    def g(theta):
+        _, gZ, gB = phase2_objective(kernel, X, A, *split(theta), norm2)
+        return np.concatenate([gZ.ravel(), gB.ravel()])
+
+    return f, g
+
+
 def test_refine_gradient_matches_finite_differences(rng):
-    from sparsekm.reduced_set.construction import _refine_block  # noqa: F401
     from scipy.optimize import check_grad
 
     for kernel in (RBF(0.4), Polynomial(degree=3, coef0=1.0, gamma=0.5)):
         psi = _expansion(rng, n=12, d=2, n_out=2, kernel=kernel)
-        X = np.asarray(psi.vectors)
-        A = np.asarray(psi.coef)
-        m, d = 3, 2
-
-        def f(theta):
-            Z = theta[: m * d].reshape(m, d)
-            B = theta[m * d:].reshape(m, 2)
-            return float(np.sum(psi.distance2(KernelExpansion(Z, B, kernel))))
-
-        def g(theta):
-            Z = theta[: m * d].reshape(m, d)
-            B = theta[m * d:].reshape(m, 2)
-            Kz = kernel(Z)
-            C = kernel.mmv(Z, X, A)
-            gB = 2 * (Kz @ B - C)
-            gZ = 2 * (kernel.gradient_sum(Z, Z, B @ B.T) - kernel.gradient_sum(X, Z, A @ B.T))
-            return np.concatenate([gZ.ravel(), gB.ravel()])
-
-        theta = np.concatenate([rng.normal(size=m * d), rng.normal(size=m * 2)])
+        f, g = _phase2_fun_and_grad(psi, 3)
+        theta = np.concatenate([rng.normal(size=6), rng.normal(size=6)])
         assert check_grad(f, g, theta, epsilon=1e-6) < 1e-4 * (1 + np.linalg.norm(g(theta)))
 
 
@@ -419,3 +427,40 @@ def test_no_warnings_in_normal_use(rng):
         warnings.simplefilter("error")
         construct(psi, 3, random_state=0)
         select_kpca(psi, 10)
+
+
+def test_backfitting_sweeps_never_increase(rng):
+    psi = _expansion(rng, n=50)
+    base = construct(psi, 5, random_state=0)
+    swept = construct(psi, 5, n_sweeps=2, random_state=0)
+    sweeps = swept.info["objective_sweeps"]
+    assert sweeps.shape == (2,)
+    assert sweeps[0] <= base.objective + 1e-12 and sweeps[1] <= sweeps[0] + 1e-12
+    np.testing.assert_allclose(swept.objective, sweeps[-1], rtol=1e-8)
+    with pytest.raises(ValueError, match="'n_sweeps' parameter of construct"):
+        construct(psi, 2, n_sweeps=-1)
+
+
+def test_select_backward_is_the_optimal_greedy_step(rng):
+    from sparsekm.reduced_set import select_backward
+
+    psi = _expansion(rng, n=12, n_out=2)
+    X = np.asarray(psi.vectors)
+    res = select_backward(psi, 11)
+    # Brute force: the best single removal with Proposition 8 re-fitting.
+    errs = []
+    for n in range(12):
+        keep = np.delete(np.arange(12), n)
+        beta = optimal_coefficients(psi, X[keep])
+        errs.append(np.sum(approximation_error(psi, KernelExpansion(X[keep], beta, psi.kernel))))
+    assert sorted(set(range(12)) - set(res.support.tolist())) == [int(np.argmin(errs))]
+    np.testing.assert_allclose(np.sum(res.objective), min(errs), rtol=1e-8)
+    np.testing.assert_allclose(res.objective_path[-1], res.objective, rtol=1e-8)
+    # Longer runs: the path is non-decreasing and matches the final re-fit.
+    res5 = select_backward(psi, 5, refresh=3)
+    assert np.all(np.diff(res5.objective_path.sum(axis=1)) >= -1e-10)
+    np.testing.assert_allclose(res5.objective, approximation_error(psi, res5.expansion),
+                               rtol=1e-7)
+    kp = Polynomial(degree=2, coef0=1.0)
+    with pytest.raises(ValueError, match="Apply exact_reduction first"):
+        select_backward(_expansion(rng, n=25, d=3, kernel=kp), 5)

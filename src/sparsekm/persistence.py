@@ -104,10 +104,14 @@ class _Encoder:
                 state = obj._persist_state()
             else:
                 state = {k: v for k, v in vars(obj).items() if k.endswith("_") and not k.startswith("_")}
+            # Estimators whose parameters hold objects sparsekm files cannot store (e.g. a
+            # wrapped scikit-learn SVC) return storable parameters from _persist_params().
+            params = obj._persist_params() if hasattr(obj, "_persist_params") else \
+                obj.get_params(deep=False)
             return {
                 "__type__": "estimator",
                 "class": name,
-                "params": self.encode(obj.get_params(deep=False), f"{where}.params"),
+                "params": self.encode(params, f"{where}.params"),
                 "state": self.encode(state, f"{where}.state"),
             }
         raise TypeError(

@@ -20,6 +20,7 @@ from ..expansion import KernelExpansion
 from ..reduced_set import (
     construct,
     refit_intercept,
+    select_backward,
     select_kpca,
     select_l1,
     select_l1_multi,
@@ -29,7 +30,7 @@ from ..utils.validation import check_scalar
 
 __all__ = ["ReducedSetClassifier", "ReducedSetRegressor", "reduce_kernel_pca", "reduce_expansion"]
 
-_METHODS = ("construct", "construct+refine", "select-kpca", "select-l1")
+_METHODS = ("construct", "construct+refine", "select-kpca", "select-backward", "select-l1")
 
 
 def _is_fitted(est):
@@ -84,7 +85,7 @@ def reduce_expansion(expansion, n_vectors, *, method="construct", shared=False, 
     expansion : KernelExpansion
     n_vectors : int
         Vectors per output (``shared=False``) or in total (``shared=True``).
-    method : {"construct", "construct+refine", "select-kpca", "select-l1"}
+    method : {"construct", "construct+refine", "select-kpca", "select-backward", "select-l1"}
     shared : bool
         Multi-output expansions: one shared set of vectors for all outputs
         (section 5) or one set per output.
@@ -108,6 +109,8 @@ def reduce_expansion(expansion, n_vectors, *, method="construct", shared=False, 
     if multi and shared:
         if method == "select-kpca":
             return select_kpca(expansion, n_vectors)
+        if method == "select-backward":
+            return select_backward(expansion, n_vectors)
         if lam is not None:
             return select_l1_multi(expansion, lam, c=c)
         return _l1_multi_for_size(expansion, n_vectors, c)
@@ -118,6 +121,8 @@ def reduce_expansion(expansion, n_vectors, *, method="construct", shared=False, 
         e = e.compress()  # only this output's own vectors
         if method == "select-kpca":
             results.append(select_kpca(e, min(n_vectors, e.n_terms)))
+        elif method == "select-backward":
+            results.append(select_backward(e, min(n_vectors, e.n_terms)))
         elif lam is not None:
             results.append(select_l1(e, lam, c=c))
         else:
@@ -149,11 +154,18 @@ class _ReducedSetBase(BaseEstimator):
             lam=self.lam, n_init=self.n_init, max_iter=self.max_iter,
             refine_max_iter=self.refine_max_iter, random_state=self.random_state)
 
-    def _fitted_model(self, X, y, default):
-        est = default if self.estimator is None else self.estimator
+    def _fitted_model(self, X, y, est):
         if _is_fitted(est) and getattr(est, "n_features_in_", X.shape[1]) == X.shape[1]:
             return est
         return clone(est).fit(X, y)
+
+    def _persist_params(self):
+        # The wrapped scikit-learn estimator is not stored (sparsekm files hold no
+        # pickles); the fitted reduced machine needs only expansion_. A loaded model
+        # predicts exactly as before but has estimator=None.
+        params = self.get_params(deep=False)
+        params["estimator"] = None
+        return params
 
     def _evaluate(self, X):
         check_is_fitted(self)
@@ -180,10 +192,13 @@ class ReducedSetClassifier(ClassifierMixin, _ReducedSetBase):
         cloned and fitted on ``X, y``.
     n_vectors : int, default=25
         Reduced-set size ``N_z`` (per binary classifier unless ``shared``).
-    method : {"construct", "construct+refine", "select-kpca", "select-l1"}, default="construct"
+    method : {"construct", "construct+refine", "select-kpca", "select-backward", "select-l1"}, \
+            default="construct"
         Iterated one-term construction (eq. 15-17/74-77), the same followed by
         phase 2 (L-BFGS over all ``(z_j, beta_j)``), selection by kernel PCA
-        (eq. 63-65) or by an L1 penalty (eq. 66-69; ``eq. 70-73`` when shared).
+        (eq. 63-65), exact greedy backward selection with Proposition 8 re-fits
+        (:func:`~sparsekm.reduced_set.select_backward`) or by an L1 penalty (eq.
+        66-69; ``eq. 70-73`` when shared).
     shared : bool, default=False
         Multi-class: one set of vectors shared by all one-vs-rest classifiers
         (section 5), each keeping its own coefficients.
@@ -219,6 +234,12 @@ class ReducedSetClassifier(ClassifierMixin, _ReducedSetBase):
         ``||Psi - Psi'||^2 / ||Psi||^2``.
     classes_ : ndarray of shape (n_classes,)
     n_features_in_ : int
+
+    Notes
+    -----
+    ``sparsekm.save`` stores the reduced machine and all parameters except the
+    wrapped ``estimator`` (stored as ``None``: sparsekm files hold no pickled
+    scikit-learn objects); the loaded model predicts identically.
 
     Examples
     --------
@@ -340,7 +361,8 @@ class ReducedSetRegressor(RegressorMixin, _ReducedSetBase):
     estimator : SVR, default=None
         ``None`` means ``SVR()``; fitted estimators are used as they are.
     n_vectors : int, default=25
-    method : {"construct", "construct+refine", "select-kpca", "select-l1"}, default="construct"
+    method : {"construct", "construct+refine", "select-kpca", "select-backward", "select-l1"}, \
+            default="construct"
     refit_intercept : bool, default=True
         Re-compute the intercept as the mean training residual (least squares).
     c, lam, n_init, max_iter, refine_max_iter, random_state
@@ -449,7 +471,7 @@ def reduce_kernel_pca(kpca, n_vectors, *, method="construct", shared=True, n_ini
     kpca : sklearn.decomposition.KernelPCA or sparsekm.models.KernelPCA
         Fitted; its features are ``transform(X)``.
     n_vectors : int
-    method : {"construct", "construct+refine", "select-kpca", "select-l1"}
+    method : {"construct", "construct+refine", "select-kpca", "select-backward", "select-l1"}
     shared : bool, default=True
     n_init, max_iter, refine_max_iter, random_state
         As in :func:`~sparsekm.reduced_set.construct`.

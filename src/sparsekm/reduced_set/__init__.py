@@ -6,7 +6,7 @@ Functions (the mathematics; estimators in :mod:`sparsekm.models.reduced_set`):
 * :func:`construct` / :func:`refine` -- RS construction by iterated one-term
   approximations (phase 1) and joint L-BFGS over all ``(z_j, beta_j)`` (phase 2),
   separately per output or with one shared set of vectors;
-* :func:`select_kpca`, :func:`select_l1`, :func:`select_l1_multi`,
+* :func:`select_kpca`, :func:`select_backward`, :func:`select_l1`, :func:`select_l1_multi`,
   :func:`exact_reduction` -- RS selection among the original vectors;
 * :func:`refit_intercept` -- the training-error optimal threshold.
 """
@@ -21,7 +21,13 @@ from ._base import (
 )
 from ._one_term import one_term_shared
 from .construction import construct, refine
-from .selection import exact_reduction, select_kpca, select_l1, select_l1_multi
+from .selection import (
+    exact_reduction,
+    select_backward,
+    select_kpca,
+    select_l1,
+    select_l1_multi,
+)
 
 __all__ = [
     "ReducedSetResult",
@@ -34,6 +40,7 @@ __all__ = [
     "construct",
     "refine",
     "select_kpca",
+    "select_backward",
     "select_l1",
     "select_l1_multi",
     "exact_reduction",

@@ -15,13 +15,13 @@ import warnings
 import numpy as np
 from scipy import linalg
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.linear_model import Lasso, lasso_path
+from sklearn.linear_model import Lasso
 
 from ..expansion import KernelExpansion
 from ..utils.validation import check_scalar
 from ._base import ReducedSetResult, ReducedSetWarning, _check_expansion, _coef2d, _solve_kz
 
-__all__ = ["select_kpca", "select_l1", "select_l1_multi", "exact_reduction"]
+__all__ = ["select_kpca", "select_backward", "select_l1", "select_l1_multi", "exact_reduction"]
 
 
 def _check_psd_kernel(kernel, owner):
@@ -110,7 +110,7 @@ def select_kpca(expansion, n_vectors, *, refit=True):
     cur = A.copy()
     path = []
     while idx.size > n_vectors:
-        lam, V = linalg.eigh(K[np.ix_(idx, idx)], check_finite=False)
+        lam, V = linalg.eigh(K[np.ix_(idx, idx)], check_finite=False, driver="evd")
         lam = np.maximum(lam, 0.0)
         a2 = np.einsum("ij,ij->i", cur, cur)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -134,6 +134,76 @@ def select_kpca(expansion, n_vectors, *, refit=True):
         p = np.asarray(path).reshape(-1, A.shape[1])
         return ReducedSetResult(red, obj if multi else float(obj[0]), p if multi else p[:, 0],
                                 support=idx, norm2=norm2 if multi else float(norm2[0]))
+    return _finish(expansion, X, A, K, idx, path, norm2)
+
+
+def select_backward(expansion, n_vectors, *, refresh=50):
+    """Optimal greedy backward elimination: remove the vector whose removal, with all
+    remaining coefficients re-fitted by Proposition 8, increases ``||Psi - Psi'||^2`` least.
+
+    This is the exact version of the selection problem eq. 63 that *Input space vs.
+    feature space* (section V-C) describes as "setting all computational
+    considerations aside, the optimal greedy solution ... by using Proposition 8".
+    It is cheap with the inverse Gram matrix: with ``beta`` optimal on the set ``S``
+    (initially ``beta = alpha``, zero error), removing ``x_n`` costs exactly
+    ``beta_n^2 / [K_S^{-1}]_nn`` (summed over outputs), after which
+    ``beta <- beta - beta_n K_S^{-1} e_n / [K_S^{-1}]_nn`` and the inverse is
+    down-dated in ``O(|S|^2)``.
+
+    Parameters
+    ----------
+    expansion : KernelExpansion
+    n_vectors : int >= 1
+    refresh : int, default=50
+        Re-compute the inverse from scratch every ``refresh`` removals (rounding).
+
+    Returns
+    -------
+    ReducedSetResult
+        ``objective_path[s]`` is the error after removal ``s + 1`` (with optimal
+        coefficients, so it is non-decreasing).
+
+    Raises
+    ------
+    ValueError
+        If the Gram matrix of the expansion's vectors is singular (use
+        :func:`exact_reduction` first to remove the null space).
+    """
+    expansion, X, A = _prepare(expansion, "select_backward")
+    n_vectors = check_scalar(n_vectors, "n_vectors", "select_backward", kind="int", lower=1)
+    refresh = check_scalar(refresh, "refresh", "select_backward", kind="int", lower=1)
+    K = expansion.kernel(X)
+    norm2 = np.einsum("ij,ij->j", A, K @ A)
+
+    def inverse(idx):
+        try:
+            L = linalg.cho_factor(K[np.ix_(idx, idx)], lower=True, check_finite=False)
+        except linalg.LinAlgError:
+            raise ValueError(
+                "select_backward needs a non-singular Gram matrix; it is singular (duplicate "
+                "vectors or a finite-dimensional feature space). Apply exact_reduction first."
+            ) from None
+        return linalg.cho_solve(L, np.eye(idx.size), check_finite=False)
+
+    idx = np.arange(X.shape[0])
+    Kinv = inverse(idx)
+    B = A.copy()
+    path = []
+    step = 0
+    while idx.size > n_vectors:
+        d = np.diag(Kinv)
+        cost = np.einsum("ij,ij->i", B, B) / np.maximum(d, 1e-300)
+        n = int(np.argmin(cost))
+        B = B - np.outer(Kinv[:, n] / d[n], B[n])
+        Kinv = Kinv - np.outer(Kinv[:, n], Kinv[n, :]) / d[n]
+        keep = np.ones(idx.size, dtype=bool)
+        keep[n] = False
+        idx, B, Kinv = idx[keep], B[keep], Kinv[np.ix_(keep, keep)]
+        step += 1
+        if step % refresh == 0:
+            Kinv = inverse(idx)
+            B = Kinv @ (K[idx] @ A)
+        path.append(np.maximum(norm2 - np.einsum("ij,ij->j", B, K[idx] @ A), 0.0))
     return _finish(expansion, X, A, K, idx, path, norm2)
 
 
@@ -171,8 +241,8 @@ def _cholesky_factor(K):
     return (V * np.sqrt(np.maximum(lam, 0.0))).T
 
 
-def select_l1(expansion, lam=None, *, n_vectors=None, c="uniform", refit=True, tol=1e-8,
-              max_iter=100_000):
+def select_l1(expansion, lam=None, *, n_vectors=None, c="uniform", refit=True, tol=1e-6,
+              max_iter=10_000):
     """RS selection with an L1 penalty (eq. 66-69), solved as a weighted Lasso.
 
     Minimises ``||sum_i alpha_i Phi(x_i) - sum_i beta_i Phi(x_i)||^2 +
@@ -190,8 +260,9 @@ def select_l1(expansion, lam=None, *, n_vectors=None, c="uniform", refit=True, t
     lam : float >= 0, optional
         ``lambda`` of eq. 66. Give exactly one of ``lam`` and ``n_vectors``.
     n_vectors : int >= 1, optional
-        Instead of ``lam``: take the ``lam`` on a 200-point regularisation path
-        whose support is largest without exceeding ``n_vectors``.
+        Instead of ``lam``: walk down a log-spaced ``lam`` grid (warm-started, 20
+        points per decade) and keep the solution with the largest support not
+        exceeding ``n_vectors``.
     c : {"uniform", "inverse"} or array-like of shape (n_terms,), default="uniform"
         Weights ``c_i``: all 1, or ``mean|alpha| / |alpha_i|`` (Table III, RSS_2).
     refit : bool, default=True
@@ -234,15 +305,21 @@ def select_l1(expansion, lam=None, *, n_vectors=None, c="uniform", refit=True, t
                               max_iter=max_iter, selection="cyclic")
                 theta = model.fit(design, target).coef_
         else:
+            # Walk down a log-spaced lambda grid with warm starts; stop once the
+            # support exceeds n_vectors and keep the largest support within it.
             alpha_max = float(np.max(np.abs(design.T @ target))) / N
-            grid = alpha_max * np.logspace(0, -6, 200)
-            alphas, coefs, _ = lasso_path(design, target, alphas=grid, tol=tol,
-                                          max_iter=max_iter)
-            sizes = np.count_nonzero(coefs, axis=0)
-            ok = np.flatnonzero(sizes <= n_vectors)
-            j = ok[np.argmax(sizes[ok])] if ok.size else 0
-            theta = coefs[:, j]
-            lam = float(alphas[j] * 2.0 * N)
+            model = Lasso(alpha=alpha_max, fit_intercept=False, tol=tol, max_iter=max_iter,
+                          warm_start=True, selection="cyclic")
+            theta, lam_best = np.zeros(usable.size), alpha_max * 2.0 * N
+            for a in alpha_max * np.logspace(0, -6, 121)[1:]:
+                model.set_params(alpha=a)
+                coef = model.fit(design, target).coef_
+                size = np.count_nonzero(coef)
+                if size > n_vectors:
+                    break
+                if size >= np.count_nonzero(theta):
+                    theta, lam_best = coef.copy(), a * 2.0 * N
+            lam = lam_best
     beta = np.zeros(N)
     beta[usable] = theta / w[usable]
     support = np.flatnonzero(beta != 0)
