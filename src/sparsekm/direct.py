@@ -389,7 +389,7 @@ def fixed_z_svm(X, y, Z, kernel, C, *, features="whitened", tol=1e-5, on_singula
             method = "libsvm+active-set"
     alpha, w, b = solved
     dual, primal = _svm_values(F, y, Cvec, alpha, w, b)
-    if (primal - dual) > 1e-6 * max(1.0, abs(primal)) and F.shape[0] <= _QP_MAX_SAMPLES:
+    if (primal - dual) > 1e-4 * max(1.0, abs(primal)) and F.shape[0] <= _QP_MAX_SAMPLES:
         qp = _qp_svm(F, y, Cvec, alpha)
         a, w2, b2 = qp
         polished = _active_set_svm(F, y, Cvec, a, margin0=y * (F @ w2 + b2))
