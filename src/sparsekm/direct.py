@@ -58,6 +58,8 @@ __all__ = [
 _RCOND = 1e-10
 # Problems up to this many (distinct) samples are re-solved by SLSQP when libsvm leaves a gap.
 _QP_MAX_SAMPLES = 300
+# ... and problems up to this size are solved by SLSQP first.
+_QP_FIRST_SAMPLES = 60
 
 
 class SingularKzError(ValueError):
@@ -378,6 +380,13 @@ def fixed_z_svm(X, y, Z, kernel, C, *, features="whitened", tol=1e-5, on_singula
     if warm_start is not None:
         solved = _active_set_svm(F, y, Cvec, np.asarray(warm_start, dtype=float))
     method = "active-set"
+    if solved is None and F.shape[0] <= _QP_FIRST_SAMPLES:
+        # tiny problems (e.g. Titanic: 22 distinct (x, y) pairs): SQP + polish beats libsvm,
+        # which needs millions of iterations there when C is huge
+        a, w, b = _qp_svm(F, y, Cvec, None if warm_start is None else np.asarray(warm_start))
+        polished = _active_set_svm(F, y, Cvec, a, margin0=y * (F @ w + b))
+        if polished is not None:
+            solved, method = polished, "qp+active-set"
     if solved is None:
         solved = _linear_svm(F, y, C, tol, sample_weight=sample_weight)
         method = "libsvm"
