@@ -358,3 +358,15 @@ def test_aggregating_duplicates_is_exact(moons):
     np.testing.assert_allclose(agg.W, full.W, rtol=1e-8)
     np.testing.assert_allclose(agg.beta, full.beta, rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(agg.intercept, full.intercept, rtol=1e-4, atol=1e-6)
+
+
+def test_tiny_problem_with_huge_C_is_exact(moons):
+    """Titanic-like: few distinct points, C = 1e5; the SQP + active-set path closes the gap."""
+    X, y = moons
+    Xs, ys = X[:30], y[:30]
+    Z = Xs[:6] + 0.05
+    sol = direct.fixed_z_svm(Xs, ys, Z, RBF(2.0), 1e5)
+    assert sol.extra["method"] in ("qp+active-set", "libsvm+active-set", "qp")
+    assert abs(sol.gap) < 1e-6
+    ref = direct.fixed_z_svm(Xs, ys, Z, RBF(2.0), 1e5, tol=1e-10)
+    np.testing.assert_allclose(sol.W, ref.W, rtol=1e-6)
