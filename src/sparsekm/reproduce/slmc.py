@@ -11,6 +11,7 @@ reproduction resumes where it stopped. Kernel: ``k(x, y) = exp(-gamma ||x - y||^
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -81,7 +82,7 @@ class _Cache:
             self.data = {**json.loads(self.path.read_text()), **self.data}
         self.data[key] = value
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
+        tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps(self.data, indent=1, sort_keys=True))
         tmp.replace(self.path)
 
