@@ -370,3 +370,24 @@ def test_tiny_problem_with_huge_C_is_exact(moons):
     assert abs(sol.gap) < 1e-6
     ref = direct.fixed_z_svm(Xs, ys, Z, RBF(2.0), 1e5, tol=1e-10)
     np.testing.assert_allclose(sol.W, ref.W, rtol=1e-6)
+
+
+def test_fixed_z_svm_input_errors(moons):
+    X, y = moons
+    k = RBF(1.0)
+    with pytest.raises(ValueError, match="'C' parameter of fixed_z_svm"):
+        direct.fixed_z_svm(X, y, X[:3], k, 0.0)
+    with pytest.raises(ValueError, match="Z has 3 features"):
+        direct.fixed_z_svm(X, y, np.zeros((2, 3)), k, 1.0)
+    with pytest.raises(ValueError, match="-1/\\+1 labels"):
+        direct.fixed_z_svm(X, (y > 0).astype(float), X[:3], k, 1.0)
+    with pytest.raises(ValueError, match="only one class"):
+        direct.fixed_z_svm(X, np.ones(len(y)), X[:3], k, 1.0)
+    with pytest.raises(TypeError, match="kernel must be"):
+        direct.fixed_z_svm(X, y, X[:3], "rbf", 1.0)
+    Xn = X.copy()
+    Xn[0, 0] = np.nan
+    with pytest.raises(ValueError, match="X contains NaN"):
+        direct.fixed_z_svm(Xn, y, X[:3], k, 1.0)
+    with pytest.raises(ValueError, match="features must be"):
+        direct.fixed_z_svm(X, y, X[:3], k, 1.0, features="raw")

@@ -66,7 +66,7 @@ class SingularKzError(ValueError):
     """``K^z`` is (numerically) singular: duplicated or near-duplicated expansion vectors."""
 
 
-def unique_rows(X, y=None):
+def unique_rows(X):
     """Indices of the first occurrence of every distinct row of ``X`` (section 5.6).
 
     Duplicated training points make ``K^z`` singular when two copies are picked
@@ -366,7 +366,16 @@ def fixed_z_svm(X, y, Z, kernel, C, *, features="whitened", tol=1e-5, on_singula
     """
     if features not in ("whitened", "empirical"):
         raise ValueError(f"features must be 'whitened' or 'empirical'; got {features!r}.")
+    if not isinstance(kernel, Kernel):
+        raise TypeError(f"kernel must be a sparsekm.kernels.Kernel; got {type(kernel).__name__}.")
+    C = _check_C(C, "fixed_z_svm")
+    X = check_array(X, "X")
+    Z = _check_Z(Z, X.shape[1])
     y = np.asarray(y, dtype=float)
+    if y.shape != (X.shape[0],) or not np.isin(y, (-1.0, 1.0)).all():
+        raise ValueError(f"y must be a (n_samples,) = ({X.shape[0]},) array of -1/+1 labels.")
+    if np.unique(y).size < 2:
+        raise ValueError("y contains only one class; the SVM needs both -1 and +1 labels.")
     if Kzx is None:
         Kzx = kernel(Z, X)
     if features == "whitened":
