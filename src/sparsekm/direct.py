@@ -56,13 +56,17 @@ __all__ = [
 
 # K^z is treated as singular when lambda_min < _RCOND * lambda_max.
 _RCOND = 1e-10
+# Problems up to this many (distinct) samples are re-solved by SLSQP when libsvm leaves a gap.
+_QP_MAX_SAMPLES = 300
+# ... and problems up to this size are solved by SLSQP first.
+_QP_FIRST_SAMPLES = 60
 
 
 class SingularKzError(ValueError):
     """``K^z`` is (numerically) singular: duplicated or near-duplicated expansion vectors."""
 
 
-def unique_rows(X, y=None):
+def unique_rows(X):
     """Indices of the first occurrence of every distinct row of ``X`` (section 5.6).
 
     Duplicated training points make ``K^z`` singular when two copies are picked
@@ -163,10 +167,14 @@ class FixedZSolution:
         return (self.primal - self.W) / max(1.0, abs(self.primal))
 
 
-def _linear_svm(F, y, C, tol, max_iter=-1, sample_weight=None):
+def _linear_svm(F, y, C, tol, max_iter=10_000_000, sample_weight=None):
     """Linear SVM with free (unregularised) bias on features ``F`` via libsvm.
 
     ``C_i = C * sample_weight_i``. Returns ``(alpha, w, b)`` with ``w = F^T (alpha * y)``.
+    libsvm's iterations are capped: with a huge ``C`` (Titanic: ``C = 1e5``) and
+    ill-conditioned features it can otherwise cycle for minutes at a tolerance it
+    cannot reach; the result is then polished by the active-set step and its
+    duality gap is reported.
     """
     svc = SVC(kernel="linear", C=C, tol=tol, cache_size=200, max_iter=max_iter, shrinking=True)
     with warnings.catch_warnings():
@@ -269,6 +277,44 @@ def _active_set_svm(F, y, C, alpha0, *, margin0=None, max_iter=6, kkt_tol=1e-9):
     return None
 
 
+def _qp_svm(F, y, C, alpha0=None, *, max_iter=1000):
+    """Small dual SVM solved by SLSQP on ``a = alpha / C`` (for tiny, ill-conditioned problems).
+
+    libsvm's stopping rule is an absolute tolerance on the dual gradient; with a huge
+    ``C`` (Titanic: ``C = 1e5`` times the multiplicity of merged duplicates) that leaves
+    a large relative duality gap. For problems with a few hundred samples at most, an
+    SQP solve of the scaled dual followed by the exact active-set polish is cheap.
+    """
+    from scipy.optimize import minimize as _minimize
+
+    n = F.shape[0]
+    C = np.broadcast_to(np.asarray(C, dtype=float), (n,))
+    yC = y * C
+
+    scale = 1.0 / max(1.0, float(C.sum()))  # SLSQP needs an objective of order one
+
+    def fun(a):
+        w = F.T @ (yC * a)
+        return scale * (0.5 * w @ w - C @ a), scale * (yC * (F @ w) - C)
+
+    a0 = np.clip(np.zeros(n) if alpha0 is None else alpha0 / C, 0.0, 1.0)
+    res = _minimize(fun, a0, jac=True, method="SLSQP", bounds=[(0.0, 1.0)] * n,
+                    constraints=[{"type": "eq", "fun": lambda a: scale * (yC @ a),
+                                  "jac": lambda a: scale * yC}],
+                    options={"maxiter": max_iter, "ftol": 1e-15})
+    alpha = np.clip(res.x, 0.0, 1.0) * C
+    w = F.T @ (y * alpha)
+    g = y - F @ w  # b candidates: y_i - w . F_i on free SVs
+    free = (alpha > 1e-6 * C) & (alpha < (1 - 1e-6) * C)
+    if free.any():
+        b = float(np.median(g[free]))
+    else:
+        lo = np.max(g[((y > 0) & (alpha < C)) | ((y < 0) & (alpha > 0))], initial=-np.inf)
+        hi = np.min(g[((y > 0) & (alpha > 0)) | ((y < 0) & (alpha < C))], initial=np.inf)
+        b = float(0.5 * (lo + hi)) if np.isfinite(lo) and np.isfinite(hi) else 0.0
+    return alpha, w, b
+
+
 def _svm_values(F, y, C, alpha, w, b):
     dual = float(alpha.sum() - 0.5 * w @ w)
     margins = 1.0 - y * (F @ w + b)
@@ -320,7 +366,16 @@ def fixed_z_svm(X, y, Z, kernel, C, *, features="whitened", tol=1e-5, on_singula
     """
     if features not in ("whitened", "empirical"):
         raise ValueError(f"features must be 'whitened' or 'empirical'; got {features!r}.")
+    if not isinstance(kernel, Kernel):
+        raise TypeError(f"kernel must be a sparsekm.kernels.Kernel; got {type(kernel).__name__}.")
+    C = _check_C(C, "fixed_z_svm")
+    X = check_array(X, "X")
+    Z = _check_Z(Z, X.shape[1])
     y = np.asarray(y, dtype=float)
+    if y.shape != (X.shape[0],) or not np.isin(y, (-1.0, 1.0)).all():
+        raise ValueError(f"y must be a (n_samples,) = ({X.shape[0]},) array of -1/+1 labels.")
+    if np.unique(y).size < 2:
+        raise ValueError("y contains only one class; the SVM needs both -1 and +1 labels.")
     if Kzx is None:
         Kzx = kernel(Z, X)
     if features == "whitened":
@@ -334,6 +389,13 @@ def fixed_z_svm(X, y, Z, kernel, C, *, features="whitened", tol=1e-5, on_singula
     if warm_start is not None:
         solved = _active_set_svm(F, y, Cvec, np.asarray(warm_start, dtype=float))
     method = "active-set"
+    if solved is None and F.shape[0] <= _QP_FIRST_SAMPLES:
+        # tiny problems (e.g. Titanic: 22 distinct (x, y) pairs): SQP + polish beats libsvm,
+        # which needs millions of iterations there when C is huge
+        a, w, b = _qp_svm(F, y, Cvec, None if warm_start is None else np.asarray(warm_start))
+        polished = _active_set_svm(F, y, Cvec, a, margin0=y * (F @ w + b))
+        if polished is not None:
+            solved, method = polished, "qp+active-set"
     if solved is None:
         solved = _linear_svm(F, y, C, tol, sample_weight=sample_weight)
         method = "libsvm"
@@ -345,6 +407,15 @@ def fixed_z_svm(X, y, Z, kernel, C, *, features="whitened", tol=1e-5, on_singula
             method = "libsvm+active-set"
     alpha, w, b = solved
     dual, primal = _svm_values(F, y, Cvec, alpha, w, b)
+    if (primal - dual) > 1e-4 * max(1.0, abs(primal)) and F.shape[0] <= _QP_MAX_SAMPLES:
+        qp = _qp_svm(F, y, Cvec, alpha)
+        a, w2, b2 = qp
+        polished = _active_set_svm(F, y, Cvec, a, margin0=y * (F @ w2 + b2))
+        cand = polished if polished is not None else qp
+        d2, p2 = _svm_values(F, y, Cvec, *cand)
+        if p2 - d2 < primal - dual:
+            (alpha, w, b), dual, primal = cand, d2, p2
+            method = "qp+active-set" if polished is not None else "qp"
     beta = T.T @ w if T is not None else w
     return FixedZSolution(W=dual, primal=primal, alpha=alpha, beta=beta, intercept=b,
                           features=features, extra={"method": method})
