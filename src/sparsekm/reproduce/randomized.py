@@ -94,7 +94,7 @@ def run(ctx: Context) -> Result:
     lam, F = _top(K, ell_max + 1, ctx.seed)
     notes = [f"Data: {data_name}, m = {m} training points, {Xt.shape[0]} test points; "
              f"kernel exp(-gamma ||x-y||^2), gamma = {gamma:g}; K is not centred (paper, "
-             f"section 2); one draw per configuration, seed {ctx.seed}. ||E_K|| by Lanczos "
+             f"section 2); one draw per configuration, seed {ctx.seed}. ‖E_K‖ by Lanczos "
              "(eigsh, largest magnitude, relative tolerance 1e-3)."]
     figures = []
     lines = []
@@ -176,14 +176,14 @@ def run(ctx: Context) -> Result:
     figures.append(plotting.randomized_subspace_vs_bound(
         curves, path=ctx.out_dir / "randomized_subspace.png",
         title=f"Theorem 2 (m={m})"))
-    lines += ["### (a) Theorem 1: ||K_hat - K|| vs 4 sigma sqrt(m)", "",
-              "| scheme | sigma | measured ||E_K|| | 4 sigma sqrt(m) | ratio | "
+    lines += ["### (a) Theorem 1: ‖K̂ − K‖ vs 4σ√m", "",
+              "| scheme | sigma | measured ‖E_K‖ | 4 sigma sqrt(m) | ratio | "
               "sigma_rms sqrt(m) (lower bound) | holds | storage MiB |",
               "|---|---|---|---|---|---|---|---|", *rows_a, "",
               f"Dense K: {m * m * 8 / 2**20:.1f} MiB. Paper: bound only (no numbers).", "",
               "### (b) Theorem 2 (subspace distance) and Theorem 3 (feature error)", "",
-              "| scheme | l | ||F_hat^T F_perp|| | Theorem 2 bound | non-vacuous | c | "
-              "max_x ||f_hat - R f|| / ||v|| | Theorem 3 bound 1/c |",
+              "| scheme | l | ‖F̂ᵀF⊥‖ | Theorem 2 bound | non-vacuous | c | "
+              "max_x ‖f̂(x) − R f(x)‖ / ‖v‖ | Theorem 3 bound 1/c |",
               "|---|---|---|---|---|---|---|---|", *rows_b, ""]
     notes.append(f"Exact eigenvalues lambda_1..lambda_21 of K: "
                  f"{', '.join(_fmt(v, 4) for v in lam)}.")
@@ -254,7 +254,7 @@ def run(ctx: Context) -> Result:
               "|---|---|---|---|---|---|---|---|---|---|---|", *rows_c, ""]
     notes.append("Theorem 5 is applied to |f| (the paper states it for f > 0): a point passes "
                  "when |f| and |f_hat| are both below T sqrt(log m) or |f_hat - f| <= eps |f|. "
-                 "T = T_max, T_max/4, T_max/16 with T_max = (c/eps) sqrt(m/log m). The SVM "
+                 "T = T_max, T_max/4, T_max/16, T_max/64 with T_max = (c/eps) sqrt(m/log m). The SVM "
                  "intercept is added after rounding (not part of the expansion).")
 
     # (d) random projections --------------------------------------------------------------
