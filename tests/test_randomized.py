@@ -2,6 +2,7 @@
 
 import math
 import tracemalloc
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -623,3 +624,14 @@ def test_kpca_persistence_and_errors(tmp_path):
         RandomizedKernelPCA(2, kernel=Linear()).fit(X[:, :1])  # rank-1 Gram matrix
     with pytest.raises(ValueError, match="features"):
         model.transform(X[:, :2])
+
+
+# -- reproduction (paper scale: -m slow) ---------------------------------------------------
+@pytest.mark.slow
+def test_reproduction_quick_reports_no_violation(tmp_path):
+    from sparsekm.reproduce import Context
+    from sparsekm.reproduce.randomized import run
+
+    res = run(Context(out_dir=tmp_path, quick=True, progress=False))
+    assert any("No bound was violated" in n for n in res.notes), res.notes
+    assert len(res.figures) == 4 and all(Path(f).exists() for f in res.figures)

@@ -400,7 +400,8 @@ class QuantizedGram(scipy.sparse.linalg.LinearOperator):
     """A symmetric ``m x m`` matrix with entries ``+-b`` stored as one bit per entry.
 
     Row ``i`` is ``np.packbits`` of the indicator ``K_hat_i. == +b`` (8 entries per
-    byte), so storage is ``m * ceil(m / 8)`` bytes instead of ``8 m^2``. It is a
+    byte), so storage is ``m * ceil(m / 8)`` bytes instead of ``8 m^2`` (held in
+    column-major order). It is a
     :class:`scipy.sparse.linalg.LinearOperator`: ``Q @ V = b (2 B V - 1 1^T V)`` with
     ``B`` the 0/1 matrix of bits. For one to four vectors ``B v`` is computed from
     the packed bytes by table look-up (256 partial sums per byte column); for more
@@ -430,7 +431,8 @@ class QuantizedGram(scipy.sparse.linalg.LinearOperator):
             raise ValueError(f"bits must have shape (m, ceil(m/8)) = ({m}, {(m + 7) // 8}); "
                              f"got {bits.shape}.")
         self.b = check_scalar(b, "b", "QuantizedGram", lower=0, lower_inclusive=False)
-        self.bits = bits
+        # Column-major: each byte column bits[:, c] is contiguous for the look-up product.
+        self.bits = np.asfortranarray(bits)
         self.bits.setflags(write=False)
         self.block_size = block_size
         super().__init__(dtype=np.dtype(np.float64), shape=(m, m))
@@ -468,22 +470,19 @@ class QuantizedGram(scipy.sparse.linalg.LinearOperator):
         """``B v`` for the 0/1 matrix ``B`` by table look-up, without unpacking ``B``.
 
         For each byte column ``c`` the 256 possible partial sums
-        ``T[c, y] = sum_k bit_k(y) v[8c + k]`` are tabulated (``256 m / 8`` numbers), so
-        row ``i`` of ``B v`` is ``sum_c T[c, bits[i, c]]``: ``m / 8`` look-ups per row
-        instead of ``m`` multiply-adds on unpacked bits.
+        ``T[c, y] = sum_k bit_k(y) v[8c + k]`` are tabulated, so
+        ``B v = sum_c T[c, bits[:, c]]``: ``m / 8`` vectorised look-ups of ``m`` bytes
+        each (the bytes are stored column-major, so each ``bits[:, c]`` is contiguous)
+        instead of ``m^2`` multiply-adds on unpacked bits.
         """
         m = self.shape[0]
         n_bytes = self.bits.shape[1]
         v_pad = np.zeros(n_bytes * 8, dtype=np.float64)
         v_pad[:m] = v
-        table = (v_pad.reshape(n_bytes, 8) @ _BYTE_BITS.T).reshape(-1)  # (n_bytes * 256,)
-        offsets = (256 * np.arange(n_bytes, dtype=np.int32))[None, :]
-        out = np.empty(m, dtype=np.float64)
-        step = _rows_per_block(n_bytes, self.block_size)
-        for a in range(0, m, step):
-            idx = self.bits[a:a + step].astype(np.int32)
-            idx += offsets
-            out[a:a + step] = table.take(idx).sum(axis=1)
+        table = v_pad.reshape(n_bytes, 8) @ _BYTE_BITS.T  # (n_bytes, 256)
+        out = np.zeros(m, dtype=np.float64)
+        for c in range(n_bytes):
+            out += table[c].take(self.bits[:, c])
         return out
 
     def _matvec(self, v):
@@ -539,7 +538,7 @@ def quantize_gram(X, kernel="precomputed", random_state=None, *, b=None, block_s
     b = _resolve_b(X, kernel, b, "quantize_gram", block_size)
     rng = _as_generator(random_state)
     m = X.shape[0]
-    bits = np.zeros((m, (m + 7) // 8), dtype=np.uint8)
+    bits = np.zeros((m, (m + 7) // 8), dtype=np.uint8, order="F")
     step = _rows_per_block(m, block_size, multiple=8)
     for a in range(0, m, step):
         z = min(a + step, m)

@@ -45,7 +45,7 @@ def _load(ctx):
 
 def _top(A, k, seed):
     v0 = np.random.default_rng(seed).standard_normal(A.shape[0])
-    w, V = scipy.sparse.linalg.eigsh(A, k=k, which="LA", tol=1e-8, v0=v0)
+    w, V = scipy.sparse.linalg.eigsh(A, k=k, which="LA", tol=1e-6, v0=v0)
     order = np.argsort(w)[::-1]
     return w[order], V[:, order]
 
@@ -94,7 +94,8 @@ def run(ctx: Context) -> Result:
     lam, F = _top(K, ell_max + 1, ctx.seed)
     notes = [f"Data: {data_name}, m = {m} training points, {Xt.shape[0]} test points; "
              f"kernel exp(-gamma ||x-y||^2), gamma = {gamma:g}; K is not centred (paper, "
-             "section 2); seed " f"{ctx.seed}."]
+             f"section 2); one draw per configuration, seed {ctx.seed}. ‖E_K‖ by Lanczos "
+             "(eigsh, largest magnitude, relative tolerance 1e-3)."]
     figures = []
     lines = []
 
@@ -102,7 +103,7 @@ def run(ctx: Context) -> Result:
     configs = [("sparsify", s) for s in (2, 5, 10, 20)] + [("quantize", None), ("both", 5)]
     if ctx.quick:
         configs = [("sparsify", 2), ("sparsify", 10), ("quantize", None), ("both", 5)]
-    seeds = [ctx.seed, ctx.seed + 1] if not ctx.quick else [ctx.seed]
+    seeds = [ctx.seed]
     rows_a, bar_labels, bar_measured, bar_bound, bar_lower = [], [], [], [], []
     curves = {}
     rows_b = []
@@ -120,7 +121,7 @@ def run(ctx: Context) -> Result:
                 K_hat = quantize_gram(X, kernel, random_state=seed)
             else:
                 K_hat = sparsify_quantize_gram(X, kernel, s, random_state=seed)
-            errs.append(gram_error_norm(K_hat, K, exact_max_size=0, tol=1e-6,
+            errs.append(gram_error_norm(K_hat, K, exact_max_size=0, tol=1e-3,
                                         random_state=seed))
             if seed == seeds[0]:
                 lam_hat, F_hat = _top(K_hat, ell_max + 1, seed)
@@ -175,14 +176,14 @@ def run(ctx: Context) -> Result:
     figures.append(plotting.randomized_subspace_vs_bound(
         curves, path=ctx.out_dir / "randomized_subspace.png",
         title=f"Theorem 2 (m={m})"))
-    lines += ["### (a) Theorem 1: ||K_hat - K|| vs 4 sigma sqrt(m)", "",
-              "| scheme | sigma | measured ||E_K|| (max over seeds) | 4 sigma sqrt(m) | ratio | "
+    lines += ["### (a) Theorem 1: ‖K̂ − K‖ vs 4σ√m", "",
+              "| scheme | sigma | measured ‖E_K‖ | 4 sigma sqrt(m) | ratio | "
               "sigma_rms sqrt(m) (lower bound) | holds | storage MiB |",
               "|---|---|---|---|---|---|---|---|", *rows_a, "",
               f"Dense K: {m * m * 8 / 2**20:.1f} MiB. Paper: bound only (no numbers).", "",
               "### (b) Theorem 2 (subspace distance) and Theorem 3 (feature error)", "",
-              "| scheme | l | ||F_hat^T F_perp|| | Theorem 2 bound | non-vacuous | c | "
-              "max_x ||f_hat - R f|| / ||v|| | Theorem 3 bound 1/c |",
+              "| scheme | l | ‖F̂ᵀF⊥‖ | Theorem 2 bound | non-vacuous | c | "
+              "max_x ‖f̂(x) − R f(x)‖ / ‖v‖ | Theorem 3 bound 1/c |",
               "|---|---|---|---|---|---|---|---|", *rows_b, ""]
     notes.append(f"Exact eigenvalues lambda_1..lambda_21 of K: "
                  f"{', '.join(_fmt(v, 4) for v in lam)}.")
@@ -253,7 +254,7 @@ def run(ctx: Context) -> Result:
               "|---|---|---|---|---|---|---|---|---|---|---|", *rows_c, ""]
     notes.append("Theorem 5 is applied to |f| (the paper states it for f > 0): a point passes "
                  "when |f| and |f_hat| are both below T sqrt(log m) or |f_hat - f| <= eps |f|. "
-                 "T = T_max, T_max/4, T_max/16 with T_max = (c/eps) sqrt(m/log m). The SVM "
+                 "T = T_max, T_max/4, T_max/16, T_max/64 with T_max = (c/eps) sqrt(m/log m). The SVM "
                  "intercept is added after rounding (not part of the expansion).")
 
     # (d) random projections --------------------------------------------------------------
