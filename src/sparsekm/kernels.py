@@ -32,6 +32,8 @@ class                     k(x, y)                                         papers
 
 from __future__ import annotations
 
+import threading
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -92,24 +94,46 @@ def _namespace_of(a):
     return xp, (a if xp.name == "torch" else np.asarray(a))
 
 
-def _run_blocks(n_rows, step, work, xp):
-    """``[work(rows) for rows in row blocks]``, on the engine's threads when it pays.
+def _run_blocks(n_rows, step, work, xp, reduce=None):
+    """Call ``work(rows)`` for each row block, on the engine's threads when it pays.
 
     The numpy engine gives the blocks to ``config.effective_n_threads()``
     threads and limits BLAS to one thread meanwhile: numpy's element-wise passes
     (adding norms, ``exp``) are single-threaded, so one block per thread keeps
     every core busy through the whole block, not only during its GEMM. The row
-    partition does not depend on the thread count, so results do not either.
-    torch parallelises inside each operation and gets the blocks in order.
+    partition does not depend on the thread count, and ``reduce`` receives the
+    results in block order, so results do not either. At most ``2 n_threads``
+    results are held at once. torch parallelises inside each operation and gets
+    the blocks in order; so does a call made from inside an engine thread.
     """
     slices = [slice(a, min(a + step, n_rows)) for a in range(0, n_rows, step)]
+    consume = reduce if reduce is not None else (lambda result: None)
     n_threads = 1
-    if xp.name == "numpy" and len(slices) > 1:
+    if xp.name == "numpy" and len(slices) > 1 and not getattr(_local, "in_pool", False):
         n_threads = min(effective_n_threads(), len(slices))
     if n_threads <= 1:
-        return [work(sl) for sl in slices]
+        for rows in slices:
+            consume(work(rows))
+        return
+
+    def task(rows):
+        _local.in_pool = True
+        try:
+            return work(rows)
+        finally:
+            _local.in_pool = False
+
     with _single_threaded_blas(), ThreadPoolExecutor(n_threads) as pool:
-        return list(pool.map(work, slices))
+        pending = deque()
+        for rows in slices:
+            pending.append(pool.submit(task, rows))
+            if len(pending) >= 2 * n_threads:
+                consume(pending.popleft().result())
+        while pending:
+            consume(pending.popleft().result())
+
+
+_local = threading.local()
 
 
 class Kernel:
@@ -328,10 +352,13 @@ class Kernel:
             Xb = X[rows]
             return self._gradient_sum_block(Xb, Z, W[rows], self._sqnorms(Xb), z_sq)
 
-        parts = _run_blocks(X.shape[0], _rows_per_block(Z.shape[0], block_size), work, xp)
-        G = parts[0]
-        for part in parts[1:]:  # in block order: the result does not depend on threads
+        G = xp.zeros(tuple(Z.shape), dtype)
+
+        def add(part):  # in block order: the result does not depend on threads
+            nonlocal G
             G += part
+
+        _run_blocks(X.shape[0], _rows_per_block(Z.shape[0], block_size), work, xp, reduce=add)
         return xp.to_numpy(G) if to_numpy else G
 
     # -- hooks ---------------------------------------------------------------
