@@ -239,7 +239,7 @@ class Kernel:
 
         def work(rows):
             Xb = X[rows]
-            K[rows] = self._block(Xb, Y, self._sqnorms(Xb), y_sq)
+            self._block_into(Xb, Y, self._sqnorms(Xb), y_sq, K[rows])
 
         _run_blocks(X.shape[0], _rows_per_block(Y.shape[0], block_size), work, xp)
         if symmetric and self.is_radial:
@@ -276,16 +276,24 @@ class Kernel:
         out = xp.empty((X.shape[0],) + tuple(C.shape[1:]), dtype)
         y_sq = self._sqnorms(Y) if Y_sqnorms is None else Y_sqnorms
         numpy = xp.name == "numpy"
+        step = _rows_per_block(Y.shape[0], block_size)
+        # One block buffer per thread and call: allocating a fresh multi-MB block each
+        # time costs page faults whenever malloc hands it back to the OS (as dask
+        # workers' MALLOC_TRIM_THRESHOLD_ makes it do), ~45 % of the time measured.
+        buffers = threading.local()
 
         def work(rows):
             Xb = X[rows]
-            Kb = self._block(Xb, Y, self._sqnorms(Xb), y_sq)
+            buf = getattr(buffers, "block", None)
+            if buf is None:
+                buf = buffers.block = xp.empty((min(step, X.shape[0]), Y.shape[0]), dtype)
+            Kb = self._block_into(Xb, Y, self._sqnorms(Xb), y_sq, buf[:Xb.shape[0]])
             if numpy:
                 np.matmul(Kb, C, out=out[rows])
             else:
                 out[rows] = Kb @ C
 
-        _run_blocks(X.shape[0], _rows_per_block(Y.shape[0], block_size), work, xp)
+        _run_blocks(X.shape[0], step, work, xp)
         return xp.to_numpy(out) if to_numpy else out
 
     def diag(self, X, *, backend=None):
@@ -368,6 +376,11 @@ class Kernel:
     def _block(self, X, Y, x_sq, y_sq):
         raise NotImplementedError
 
+    def _block_into(self, X, Y, x_sq, y_sq, out):
+        """``_block`` written into ``out`` (a C-contiguous buffer); returns ``out``."""
+        out[...] = self._block(X, Y, x_sq, y_sq)
+        return out
+
     def _gradient_rows(self, X, y):
         raise NotImplementedError
 
@@ -375,21 +388,17 @@ class Kernel:
         raise NotImplementedError
 
 
-def _sqdist(X, Y, x_sq, y_sq, scale=1.0):
+def _sqdist(X, Y, x_sq, y_sq, scale=1.0, out=None):
     """``scale * ||x_i - y_j||^2`` through one GEMM, clipped to the sign of ``scale``.
 
     ``scale`` lets a kernel fold its own factor into the passes that are needed
-    anyway (the RBF's ``-gamma``), and ``-2 scale`` is applied to the smaller of
-    the ``X`` block and the result, so after the GEMM there are three passes over
-    the block (two norm additions, the clip) instead of five.
+    anyway (the RBF's ``-gamma``): after the GEMM there are four passes over the
+    block (the factor ``-2 scale``, two norm additions, the clip) instead of six.
+    ``out`` receives the result in place (no temporaries of the block's size).
     """
     xp = array_namespace(X)
-    c = -2.0 * scale
-    if X.shape[1] <= Y.shape[0]:
-        D = (X * c) @ Y.T
-    else:
-        D = X @ Y.T
-        D *= c
+    D = xp.matmul(X, Y.T) if out is None else xp.matmul(X, Y.T, out=out)
+    D *= -2.0 * scale
     D += (scale * x_sq)[:, None]
     D += (scale * y_sq)[None, :]
     return xp.clip_(D, lower=0.0) if scale > 0 else xp.clip_(D, upper=0.0)
@@ -436,6 +445,12 @@ class RadialKernel(Kernel):
     def _block(self, X, Y, x_sq, y_sq):
         return self._scaled_profile_inplace(_sqdist(X, Y, x_sq, y_sq, self._r2_scale))
 
+    def _block_into(self, X, Y, x_sq, y_sq, out):
+        res = self._scaled_profile_inplace(_sqdist(X, Y, x_sq, y_sq, self._r2_scale, out=out))
+        if res is not out:  # a profile that is not computed in place
+            out[...] = res
+        return out
+
     def _gradient_rows(self, X, y):
         diff = y[None, :] - X
         r2 = array_namespace(diff).sqnorms(diff)
@@ -476,6 +491,12 @@ class DotProductKernel(Kernel):
 
     def _block(self, X, Y, x_sq, y_sq):
         return self._profile_inplace(X @ Y.T)
+
+    def _block_into(self, X, Y, x_sq, y_sq, out):
+        res = self._profile_inplace(array_namespace(X).matmul(X, Y.T, out=out))
+        if res is not out:
+            out[...] = res
+        return out
 
     def _gradient_rows(self, X, y):
         return self.profile_derivative(X @ y)[:, None] * X
