@@ -142,6 +142,15 @@ def test_resolve_backend_defaults_and_errors(rng):
         RBF(1.0)(X, backend="cupy")
 
 
+def test_missing_torch_is_explained(monkeypatch, rng):
+    import sparsekm.backend as backend
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # "import torch" now fails
+    monkeypatch.setattr(backend, "_TORCH_CACHE", {})
+    with pytest.raises(ImportError, match=r"needs PyTorch: pip install 'sparsekm\[torch\]'"):
+        RBF(1.0)(rng.normal(size=(3, 2)), backend="torch")
+
+
 def test_import_does_not_load_optional_backends():
     code = ("import sys, sparsekm, sparsekm.kernels, sparsekm.expansion, sparsekm.parallel, "
             "sparsekm.models, sparsekm.approx; "

@@ -99,7 +99,7 @@ class TorchNamespace:
     name = "torch"
 
     def __init__(self, device=None):
-        import torch
+        torch = _import_torch()
 
         self.torch = torch
         if device is None:
@@ -173,6 +173,15 @@ class TorchNamespace:
 
 
 _NUMPY = NumpyNamespace()
+
+
+def _import_torch():
+    try:
+        import torch
+    except ImportError:
+        raise ImportError("backend='torch' needs PyTorch: pip install 'sparsekm[torch]' "
+                          "(or see https://pytorch.org for a CUDA build).") from None
+    return torch
 
 
 def array_namespace(*arrays):
@@ -263,8 +272,7 @@ def _default_device():
 
     device = get_config()["device"]
     if device is None:
-        import torch
-
+        torch = _import_torch()
         device = "cuda" if torch.cuda.is_available() else "cpu"
     return device
 
