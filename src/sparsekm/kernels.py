@@ -388,20 +388,21 @@ class Kernel:
         raise NotImplementedError
 
 
-def _sqdist(X, Y, x_sq, y_sq, scale=1.0, out=None):
-    """``scale * ||x_i - y_j||^2`` through one GEMM, clipped to the sign of ``scale``.
+def _sqdist(X, Y, x_sq, y_sq, out=None):
+    """Squared Euclidean distances ``||x||^2 + ||y||^2 - 2 x.y`` through one GEMM, clipped at 0.
 
-    ``scale`` lets a kernel fold its own factor into the passes that are needed
-    anyway (the RBF's ``-gamma``): after the GEMM there are four passes over the
-    block (the factor ``-2 scale``, two norm additions, the clip) instead of six.
     ``out`` receives the result in place (no temporaries of the block's size).
+    The order of operations is kept as it is on purpose: scaling by ``-2`` is
+    exact, so ``r2`` carries only the rounding of the GEMM and the norms (folding a
+    kernel's ``-gamma`` in here would save one cheap pass, <1 %, but adds roundings
+    that finite-difference users of kernel values notice).
     """
     xp = array_namespace(X)
     D = xp.matmul(X, Y.T) if out is None else xp.matmul(X, Y.T, out=out)
-    D *= -2.0 * scale
-    D += (scale * x_sq)[:, None]
-    D += (scale * y_sq)[None, :]
-    return xp.clip_(D, lower=0.0) if scale > 0 else xp.clip_(D, upper=0.0)
+    D *= -2.0
+    D += x_sq[:, None]
+    D += y_sq[None, :]
+    return xp.clip_(D, lower=0.0)
 
 
 class RadialKernel(Kernel):
@@ -411,14 +412,12 @@ class RadialKernel(Kernel):
     functions of ``r2 = ||x - y||^2``); Gram blocks, gradients and the pre-image
     fixed-point iteration (eq. 10) all follow from these two.
 
-    A subclass whose profile is ``g(s * r2)`` may set ``_r2_scale = s`` and
-    implement ``_scaled_profile_inplace(u)`` = ``g(u)``: the engine then computes
-    ``s * r2`` directly and saves a pass over every block (the RBF does).
+    ``_profile_inplace(r2)`` may overwrite ``r2`` with ``k(r2)`` (and return it)
+    to save a temporary per block.
     """
 
     is_radial = True
     backends = ("numpy", "torch")
-    _r2_scale = 1.0
 
     def profile(self, r2):
         """``k`` as a function of the squared distance ``r2``."""
@@ -431,9 +430,6 @@ class RadialKernel(Kernel):
     def _profile_inplace(self, r2):
         return self.profile(r2)
 
-    def _scaled_profile_inplace(self, u):
-        return self._profile_inplace(u)
-
     def diag(self, X, *, backend=None):
         xp, to_numpy, X = self._prepare_one(X, backend)
         out = xp.full((X.shape[0],), float(self.profile(np.zeros(1))[0]), X.dtype)
@@ -443,10 +439,10 @@ class RadialKernel(Kernel):
         return array_namespace(X).sqnorms(X)
 
     def _block(self, X, Y, x_sq, y_sq):
-        return self._scaled_profile_inplace(_sqdist(X, Y, x_sq, y_sq, self._r2_scale))
+        return self._profile_inplace(_sqdist(X, Y, x_sq, y_sq))
 
     def _block_into(self, X, Y, x_sq, y_sq, out):
-        res = self._scaled_profile_inplace(_sqdist(X, Y, x_sq, y_sq, self._r2_scale, out=out))
+        res = self._profile_inplace(_sqdist(X, Y, x_sq, y_sq, out=out))
         if res is not out:  # a profile that is not computed in place
             out[...] = res
         return out
@@ -549,13 +545,6 @@ class RBF(RadialKernel):
     def _profile_inplace(self, r2):
         r2 *= -self.gamma
         return array_namespace(r2).exp(r2, out=r2)
-
-    @property
-    def _r2_scale(self):
-        return -self.gamma
-
-    def _scaled_profile_inplace(self, u):
-        return array_namespace(u).exp(u, out=u)
 
 
 @_register
