@@ -19,7 +19,15 @@ from sparsekm.config import (
     set_config,
     threads,
 )
-from sparsekm.kernels import RBF, InverseMultiquadric, Linear, Polynomial, Sigmoid
+from sparsekm.kernels import (
+    RBF,
+    InverseMultiquadric,
+    Kernel,
+    Linear,
+    Polynomial,
+    RadialKernel,
+    Sigmoid,
+)
 
 from .conftest import requires_usps
 
@@ -46,6 +54,39 @@ def test_results_do_not_depend_on_the_thread_count(kernel, rng):
             np.testing.assert_array_equal(a, b)
     # ... and blocks (threaded or not) give the unblocked answer up to rounding.
     np.testing.assert_allclose(results[1][1], kernel(X, Z) @ C, rtol=1e-12, atol=1e-12)
+
+
+class _Laplacian(RadialKernel):
+    """A radial kernel with only the public profile (no in-place hooks)."""
+
+    _param_names = ()
+
+    def profile(self, r2):
+        return np.exp(-np.sqrt(np.asarray(r2)))
+
+    def profile_derivative(self, r2):
+        r = np.sqrt(np.maximum(np.asarray(r2), 1e-300))
+        return -np.exp(-r) / (2 * r)
+
+
+class _BlockOnly(Kernel):
+    """A kernel that implements nothing but ``_block`` (like a third-party kernel)."""
+
+    def _block(self, X, Y, x_sq, y_sq):
+        return np.cos(X @ Y.T)
+
+
+@pytest.mark.parametrize("kernel", [_Laplacian(), _BlockOnly()], ids=lambda k: type(k).__name__)
+def test_kernels_with_minimal_hooks_use_the_blocked_engine(kernel, rng):
+    X, Z, C = rng.normal(size=(50, 3)), rng.normal(size=(20, 3)), rng.normal(size=(20, 2))
+    if isinstance(kernel, _Laplacian):
+        want = np.exp(-np.sqrt(((X[:, None, :] - Z[None, :, :]) ** 2).sum(-1)))
+    else:
+        want = np.cos(X @ Z.T)
+    with config_context(n_threads=2):
+        np.testing.assert_allclose(kernel(X, Z, block_size=7), want, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(kernel.mmv(X, Z, C, block_size=7), want @ C, rtol=1e-12,
+                                   atol=1e-12)
 
 
 def test_threads_context_sets_every_pool_and_restores():
@@ -99,6 +140,15 @@ def test_resolve_backend_defaults_and_errors(rng):
         resolve_backend(X, backend="cupy")
     with pytest.raises(ValueError, match="backend must be one of"):
         RBF(1.0)(X, backend="cupy")
+
+
+def test_missing_torch_is_explained(monkeypatch, rng):
+    import sparsekm.backend as backend
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # "import torch" now fails
+    monkeypatch.setattr(backend, "_TORCH_CACHE", {})
+    with pytest.raises(ImportError, match=r"needs PyTorch: pip install 'sparsekm\[torch\]'"):
+        RBF(1.0)(rng.normal(size=(3, 2)), backend="torch")
 
 
 def test_import_does_not_load_optional_backends():

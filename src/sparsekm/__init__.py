@@ -8,12 +8,14 @@ object, :class:`~sparsekm.expansion.KernelExpansion`.
 
 __version__ = "0.1.0"
 
+from . import config  # noqa: E402
 from .expansion import KernelExpansion  # noqa: E402
 from .kernels import RBF, InverseMultiquadric, Linear, Polynomial, Sigmoid  # noqa: E402
 from .persistence import FormatError, load, save  # noqa: E402
 
 __all__ = [
     "KernelExpansion",
+    "config",
     "RBF",
     "Polynomial",
     "Sigmoid",

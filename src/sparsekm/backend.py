@@ -99,7 +99,7 @@ class TorchNamespace:
     name = "torch"
 
     def __init__(self, device=None):
-        import torch
+        torch = _import_torch()
 
         self.torch = torch
         if device is None:
@@ -107,30 +107,27 @@ class TorchNamespace:
         self.device = torch.device(device)
 
     # -- creation and conversion -------------------------------------------------
-    def dtype_of(self, name):
-        return {"float32": self.torch.float32, "float64": self.torch.float64}[np.dtype(name).name]
+    def dtype_of(self, dtype):
+        """The torch dtype of a numpy dtype (float32 or float64), or ``dtype`` itself."""
+        if isinstance(dtype, self.torch.dtype):
+            return dtype
+        return {"float32": self.torch.float32, "float64": self.torch.float64}[np.dtype(dtype).name]
 
     def asarray(self, a, dtype=None):
-        if isinstance(dtype, np.dtype) or isinstance(dtype, type) or isinstance(dtype, str):
-            dtype = self.dtype_of(dtype)
+        dtype = None if dtype is None else self.dtype_of(dtype)
         return self.torch.as_tensor(a, dtype=dtype, device=self.device)
 
     def astype(self, A, dtype):
-        if not isinstance(dtype, self.torch.dtype):
-            dtype = self.dtype_of(dtype)
-        return A.to(dtype)
+        return A.to(self.dtype_of(dtype))
 
     def empty(self, shape, dtype):
-        return self.torch.empty(shape, dtype=self.astype_dtype(dtype), device=self.device)
+        return self.torch.empty(shape, dtype=self.dtype_of(dtype), device=self.device)
 
     def zeros(self, shape, dtype):
-        return self.torch.zeros(shape, dtype=self.astype_dtype(dtype), device=self.device)
+        return self.torch.zeros(shape, dtype=self.dtype_of(dtype), device=self.device)
 
     def full(self, shape, value, dtype):
-        return self.torch.full(shape, value, dtype=self.astype_dtype(dtype), device=self.device)
-
-    def astype_dtype(self, dtype):
-        return dtype if isinstance(dtype, self.torch.dtype) else self.dtype_of(dtype)
+        return self.torch.full(shape, value, dtype=self.dtype_of(dtype), device=self.device)
 
     def full_like(self, A, value):
         return self.torch.full_like(A, value)
@@ -155,6 +152,9 @@ class TorchNamespace:
     def multiply(self, A, B, out=None):
         return self.torch.mul(A, B, out=out) if out is not None else self.torch.mul(A, B)
 
+    def matmul(self, A, B, out=None):
+        return self.torch.matmul(A, B, out=out) if out is not None else self.torch.matmul(A, B)
+
     def einsum(self, spec, *ops):
         return self.torch.einsum(spec, *ops)
 
@@ -173,6 +173,15 @@ class TorchNamespace:
 
 
 _NUMPY = NumpyNamespace()
+
+
+def _import_torch():
+    try:
+        import torch
+    except ImportError:
+        raise ImportError("backend='torch' needs PyTorch: pip install 'sparsekm[torch]' "
+                          "(or see https://pytorch.org for a CUDA build).") from None
+    return torch
 
 
 def array_namespace(*arrays):
@@ -263,8 +272,7 @@ def _default_device():
 
     device = get_config()["device"]
     if device is None:
-        import torch
-
+        torch = _import_torch()
         device = "cuda" if torch.cuda.is_available() else "cpu"
     return device
 

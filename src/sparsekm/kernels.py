@@ -32,6 +32,8 @@ class                     k(x, y)                                         papers
 
 from __future__ import annotations
 
+import threading
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -92,24 +94,46 @@ def _namespace_of(a):
     return xp, (a if xp.name == "torch" else np.asarray(a))
 
 
-def _run_blocks(n_rows, step, work, xp):
-    """``[work(rows) for rows in row blocks]``, on the engine's threads when it pays.
+def _run_blocks(n_rows, step, work, xp, reduce=None):
+    """Call ``work(rows)`` for each row block, on the engine's threads when it pays.
 
     The numpy engine gives the blocks to ``config.effective_n_threads()``
     threads and limits BLAS to one thread meanwhile: numpy's element-wise passes
     (adding norms, ``exp``) are single-threaded, so one block per thread keeps
     every core busy through the whole block, not only during its GEMM. The row
-    partition does not depend on the thread count, so results do not either.
-    torch parallelises inside each operation and gets the blocks in order.
+    partition does not depend on the thread count, and ``reduce`` receives the
+    results in block order, so results do not either. At most ``2 n_threads``
+    results are held at once. torch parallelises inside each operation and gets
+    the blocks in order; so does a call made from inside an engine thread.
     """
     slices = [slice(a, min(a + step, n_rows)) for a in range(0, n_rows, step)]
+    consume = reduce if reduce is not None else (lambda result: None)
     n_threads = 1
-    if xp.name == "numpy" and len(slices) > 1:
+    if xp.name == "numpy" and len(slices) > 1 and not getattr(_local, "in_pool", False):
         n_threads = min(effective_n_threads(), len(slices))
     if n_threads <= 1:
-        return [work(sl) for sl in slices]
+        for rows in slices:
+            consume(work(rows))
+        return
+
+    def task(rows):
+        _local.in_pool = True
+        try:
+            return work(rows)
+        finally:
+            _local.in_pool = False
+
     with _single_threaded_blas(), ThreadPoolExecutor(n_threads) as pool:
-        return list(pool.map(work, slices))
+        pending = deque()
+        for rows in slices:
+            pending.append(pool.submit(task, rows))
+            if len(pending) >= 2 * n_threads:
+                consume(pending.popleft().result())
+        while pending:
+            consume(pending.popleft().result())
+
+
+_local = threading.local()
 
 
 class Kernel:
@@ -215,7 +239,7 @@ class Kernel:
 
         def work(rows):
             Xb = X[rows]
-            K[rows] = self._block(Xb, Y, self._sqnorms(Xb), y_sq)
+            self._block_into(Xb, Y, self._sqnorms(Xb), y_sq, K[rows])
 
         _run_blocks(X.shape[0], _rows_per_block(Y.shape[0], block_size), work, xp)
         if symmetric and self.is_radial:
@@ -252,16 +276,24 @@ class Kernel:
         out = xp.empty((X.shape[0],) + tuple(C.shape[1:]), dtype)
         y_sq = self._sqnorms(Y) if Y_sqnorms is None else Y_sqnorms
         numpy = xp.name == "numpy"
+        step = _rows_per_block(Y.shape[0], block_size)
+        # One block buffer per thread and call: allocating a fresh multi-MB block each
+        # time costs page faults whenever malloc hands it back to the OS (as dask
+        # workers' MALLOC_TRIM_THRESHOLD_ makes it do), ~45 % of the time measured.
+        buffers = threading.local()
 
         def work(rows):
             Xb = X[rows]
-            Kb = self._block(Xb, Y, self._sqnorms(Xb), y_sq)
+            buf = getattr(buffers, "block", None)
+            if buf is None:
+                buf = buffers.block = xp.empty((min(step, X.shape[0]), Y.shape[0]), dtype)
+            Kb = self._block_into(Xb, Y, self._sqnorms(Xb), y_sq, buf[:Xb.shape[0]])
             if numpy:
                 np.matmul(Kb, C, out=out[rows])
             else:
                 out[rows] = Kb @ C
 
-        _run_blocks(X.shape[0], _rows_per_block(Y.shape[0], block_size), work, xp)
+        _run_blocks(X.shape[0], step, work, xp)
         return xp.to_numpy(out) if to_numpy else out
 
     def diag(self, X, *, backend=None):
@@ -328,10 +360,13 @@ class Kernel:
             Xb = X[rows]
             return self._gradient_sum_block(Xb, Z, W[rows], self._sqnorms(Xb), z_sq)
 
-        parts = _run_blocks(X.shape[0], _rows_per_block(Z.shape[0], block_size), work, xp)
-        G = parts[0]
-        for part in parts[1:]:  # in block order: the result does not depend on threads
+        G = xp.zeros(tuple(Z.shape), dtype)
+
+        def add(part):  # in block order: the result does not depend on threads
+            nonlocal G
             G += part
+
+        _run_blocks(X.shape[0], _rows_per_block(Z.shape[0], block_size), work, xp, reduce=add)
         return xp.to_numpy(G) if to_numpy else G
 
     # -- hooks ---------------------------------------------------------------
@@ -341,6 +376,11 @@ class Kernel:
     def _block(self, X, Y, x_sq, y_sq):
         raise NotImplementedError
 
+    def _block_into(self, X, Y, x_sq, y_sq, out):
+        """``_block`` written into ``out`` (a C-contiguous buffer); returns ``out``."""
+        out[...] = self._block(X, Y, x_sq, y_sq)
+        return out
+
     def _gradient_rows(self, X, y):
         raise NotImplementedError
 
@@ -348,24 +388,21 @@ class Kernel:
         raise NotImplementedError
 
 
-def _sqdist(X, Y, x_sq, y_sq, scale=1.0):
-    """``scale * ||x_i - y_j||^2`` through one GEMM, clipped to the sign of ``scale``.
+def _sqdist(X, Y, x_sq, y_sq, out=None):
+    """Squared Euclidean distances ``||x||^2 + ||y||^2 - 2 x.y`` through one GEMM, clipped at 0.
 
-    ``scale`` lets a kernel fold its own factor into the passes that are needed
-    anyway (the RBF's ``-gamma``), and ``-2 scale`` is applied to the smaller of
-    the ``X`` block and the result, so after the GEMM there are three passes over
-    the block (two norm additions, the clip) instead of five.
+    ``out`` receives the result in place (no temporaries of the block's size).
+    The order of operations is kept as it is on purpose: scaling by ``-2`` is
+    exact, so ``r2`` carries only the rounding of the GEMM and the norms (folding a
+    kernel's ``-gamma`` in here would save one cheap pass, <1 %, but adds roundings
+    that finite-difference users of kernel values notice).
     """
     xp = array_namespace(X)
-    c = -2.0 * scale
-    if X.shape[1] <= Y.shape[0]:
-        D = (X * c) @ Y.T
-    else:
-        D = X @ Y.T
-        D *= c
-    D += (scale * x_sq)[:, None]
-    D += (scale * y_sq)[None, :]
-    return xp.clip_(D, lower=0.0) if scale > 0 else xp.clip_(D, upper=0.0)
+    D = xp.matmul(X, Y.T) if out is None else xp.matmul(X, Y.T, out=out)
+    D *= -2.0
+    D += x_sq[:, None]
+    D += y_sq[None, :]
+    return xp.clip_(D, lower=0.0)
 
 
 class RadialKernel(Kernel):
@@ -375,14 +412,12 @@ class RadialKernel(Kernel):
     functions of ``r2 = ||x - y||^2``); Gram blocks, gradients and the pre-image
     fixed-point iteration (eq. 10) all follow from these two.
 
-    A subclass whose profile is ``g(s * r2)`` may set ``_r2_scale = s`` and
-    implement ``_scaled_profile_inplace(u)`` = ``g(u)``: the engine then computes
-    ``s * r2`` directly and saves a pass over every block (the RBF does).
+    ``_profile_inplace(r2)`` may overwrite ``r2`` with ``k(r2)`` (and return it)
+    to save a temporary per block.
     """
 
     is_radial = True
     backends = ("numpy", "torch")
-    _r2_scale = 1.0
 
     def profile(self, r2):
         """``k`` as a function of the squared distance ``r2``."""
@@ -395,9 +430,6 @@ class RadialKernel(Kernel):
     def _profile_inplace(self, r2):
         return self.profile(r2)
 
-    def _scaled_profile_inplace(self, u):
-        return self._profile_inplace(u)
-
     def diag(self, X, *, backend=None):
         xp, to_numpy, X = self._prepare_one(X, backend)
         out = xp.full((X.shape[0],), float(self.profile(np.zeros(1))[0]), X.dtype)
@@ -407,7 +439,13 @@ class RadialKernel(Kernel):
         return array_namespace(X).sqnorms(X)
 
     def _block(self, X, Y, x_sq, y_sq):
-        return self._scaled_profile_inplace(_sqdist(X, Y, x_sq, y_sq, self._r2_scale))
+        return self._profile_inplace(_sqdist(X, Y, x_sq, y_sq))
+
+    def _block_into(self, X, Y, x_sq, y_sq, out):
+        res = self._profile_inplace(_sqdist(X, Y, x_sq, y_sq, out=out))
+        if res is not out:  # a profile that is not computed in place
+            out[...] = res
+        return out
 
     def _gradient_rows(self, X, y):
         diff = y[None, :] - X
@@ -449,6 +487,12 @@ class DotProductKernel(Kernel):
 
     def _block(self, X, Y, x_sq, y_sq):
         return self._profile_inplace(X @ Y.T)
+
+    def _block_into(self, X, Y, x_sq, y_sq, out):
+        res = self._profile_inplace(array_namespace(X).matmul(X, Y.T, out=out))
+        if res is not out:
+            out[...] = res
+        return out
 
     def _gradient_rows(self, X, y):
         return self.profile_derivative(X @ y)[:, None] * X
@@ -501,13 +545,6 @@ class RBF(RadialKernel):
     def _profile_inplace(self, r2):
         r2 *= -self.gamma
         return array_namespace(r2).exp(r2, out=r2)
-
-    @property
-    def _r2_scale(self):
-        return -self.gamma
-
-    def _scaled_profile_inplace(self, u):
-        return array_namespace(u).exp(u, out=u)
 
 
 @_register
