@@ -393,7 +393,7 @@ class KernelExpansion:
         coef = np.zeros((order.size,) + self._coef.shape[1:], dtype=self._coef.dtype)
         np.add.at(coef, groups, self._coef)
         vectors = self._vectors[first[order]]
-        keep = (coef != 0).reshape(coef.shape[0], -1).any(axis=1)
+        keep = (coef != 0) if coef.ndim == 1 else (coef != 0).any(axis=1)
         return KernelExpansion(vectors[keep], coef[keep], self._kernel, self._intercept)
 
     # -- conversion from scikit-learn -----------------------------------------------

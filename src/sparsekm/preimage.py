@@ -110,6 +110,9 @@ def _check_expansion(expansion, owner):
         raise TypeError(
             f"{owner} needs a sparsekm.KernelExpansion; got {type(expansion).__name__}."
         )
+    if expansion.n_terms == 0:
+        raise ValueError(f"{owner} needs an expansion with at least one term; got an empty "
+                         "expansion (Psi = 0 has no pre-image).")
     X = np.asarray(expansion.vectors, dtype=np.float64)
     G = np.asarray(expansion.coef, dtype=np.float64)
     if G.ndim == 1:
@@ -419,19 +422,31 @@ def _gradient_run(kernel, X, G, Z0, norm2, max_iter, tol):
 
     def fun(flat):
         Z = flat.reshape(m, d)
+        if not np.isfinite(flat).all():
+            return np.inf, np.zeros_like(flat)
         s = _inner_with_images(kernel, X, G, Z)
-        kzz = np.maximum(np.asarray(kernel.diag(Z), dtype=np.float64), _TINY)
+        kzz = np.asarray(kernel.diag(Z), dtype=np.float64)
+        if not (kzz > _TINY).all() and not kernel.is_psd:
+            # eq. 46 needs k(z, z) > 0; a non-PSD kernel (sigmoid with theta < 0) has
+            # points where it is <= 0: outside the domain, so L-BFGS backtracks.
+            return np.inf, np.zeros_like(flat)
+        kzz = np.maximum(kzz, _TINY)
         grad_s = kernel.gradient_sum(X, Z, G)
         grad_k = _self_kernel_gradient(kernel, Z)
-        f = 1.0 - scale * s * s / kzz
-        # d/dz [-s^2 / kzz] = -2 s grad_s / kzz + s^2 grad_kzz / kzz^2
-        g = (-2.0 * (scale * s / kzz))[:, None] * grad_s
-        g += (scale * s * s / (kzz * kzz))[:, None] * grad_k
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            f = 1.0 - scale * s * s / kzz
+            # d/dz [-s^2 / kzz] = -2 s grad_s / kzz + s^2 grad_kzz / kzz^2
+            g = (-2.0 * (scale * s / kzz))[:, None] * grad_s
+            g += (scale * s * s / (kzz * kzz))[:, None] * grad_k
+        if not (np.isfinite(f).all() and np.isfinite(g).all()):
+            return np.inf, np.zeros_like(flat)
         return float(f.sum()), g.ravel()
 
     res = minimize(fun, Z0.ravel(), jac=True, method="L-BFGS-B",
                    options={"maxiter": max_iter, "gtol": tol, "ftol": tol * tol,
                             "maxcor": 20})
+    if not np.isfinite(res.fun):
+        return Z0.copy(), np.full(m, int(res.nit)), np.zeros(m, dtype=bool)
     Z = res.x.reshape(m, d)
     _, g = fun(res.x)
     gnorm = np.abs(g.reshape(m, d)).max(axis=1)

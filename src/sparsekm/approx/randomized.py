@@ -914,6 +914,8 @@ def randomized_rounding(expansion, s, random_state=None):
                         f"{type(expansion).__name__}.")
     s = check_scalar(s, "s", "randomized_rounding", lower=0, lower_inclusive=False)
     rng = _as_generator(random_state)
+    if expansion.n_terms == 0:  # f = intercept: nothing to round
+        return expansion.copy()
     alpha = np.asarray(expansion.coef, dtype=np.float64)
     mag = np.abs(alpha)
     keep_exact = (mag >= 1.0 / s) | (s * mag >= 1.0)

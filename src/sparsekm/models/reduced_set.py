@@ -119,7 +119,10 @@ def reduce_expansion(expansion, n_vectors, *, method="construct", shared=False, 
     results = []
     for e in outputs:
         e = e.compress()  # only this output's own vectors
-        if method == "select-kpca":
+        if e.n_terms == 0:  # Psi = 0 (e.g. cancelling duplicates): exact with no vector
+            results.append(ReducedSetResult(e, 0.0, np.zeros(0), support=np.zeros(0, int),
+                                            norm2=0.0))
+        elif method == "select-kpca":
             results.append(select_kpca(e, min(n_vectors, e.n_terms)))
         elif method == "select-backward":
             results.append(select_backward(e, min(n_vectors, e.n_terms)))

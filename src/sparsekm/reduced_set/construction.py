@@ -197,6 +197,8 @@ def _refine_block(kernel, X, A, Z, B, max_iter, norm2):
 
 
 def _objective(kernel, X, A, Z, B, norm2):
+    if Z.shape[0] == 0 or X.shape[0] == 0:  # Psi' = 0 or Psi = 0
+        return np.maximum(np.asarray(norm2, dtype=np.float64), 0.0).copy()
     Kz = kernel(Z)
     C = kernel.mmv(Z, X, A)
     return np.maximum(
@@ -329,14 +331,15 @@ def _construct(expansion, kernel, X, A_all, n_vectors, shared, refine, tol, n_in
         A = A_all[:, grp]
         rows = np.flatnonzero(np.any(A != 0, axis=1))
         Xg, Ag = X[rows], A[rows]
-        Kg = kernel(Xg)
-        if n_vectors >= rows.size and len(grp) == 1:
-            # Exact copy of this output's own terms.
+        if rows.size == 0 or (n_vectors >= rows.size and len(grp) == 1):
+            # Exact copy of this output's own terms (none when Psi = 0).
             blocks.append((Xg, Ag))
             paths.append(np.zeros((1, 1)))
             phase1.append(np.zeros(1))
-            norms.append(np.einsum("ij,ij->j", Ag, Kg @ Ag))
+            norms.append(np.einsum("ij,ij->j", Ag, kernel(Xg) @ Ag) if rows.size
+                         else np.zeros(len(grp)))
             continue
+        Kg = kernel(Xg)
         desc = f"RS construct (output {grp[0]})" if len(groups) > 1 else "RS construct"
         Z, B, path, norm2, nit, sweeps = _construct_block(
             kernel, Xg, Ag, min(n_vectors, rows.size if len(grp) == 1 else n_vectors),

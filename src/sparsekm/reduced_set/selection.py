@@ -34,6 +34,9 @@ def _check_psd_kernel(kernel, owner):
 
 def _prepare(expansion, owner):
     expansion = _check_expansion(expansion, owner)
+    if expansion.n_terms == 0:
+        raise ValueError(f"{owner} needs an expansion with at least one term; got an empty "
+                         "expansion (Psi = 0 needs no reduction).")
     _check_psd_kernel(expansion.kernel, owner)
     X = np.asarray(expansion.vectors, dtype=np.float64)
     A = _coef2d(expansion)
