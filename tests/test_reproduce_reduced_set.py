@@ -2,7 +2,7 @@
 
 import pytest
 
-from conftest import requires_usps
+from .conftest import requires_usps
 from sparsekm.reproduce import Context, discover
 
 NAMES = ["usps-rs-construct", "usps-rs-select-kpca", "usps-rs-select-l1", "usps-rs-shared"]

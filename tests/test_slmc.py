@@ -6,7 +6,7 @@ from sklearn.datasets import make_blobs, make_moons
 from sklearn.svm import SVC
 
 import sparsekm
-from conftest import requires_ida
+from .conftest import requires_ida
 from sparsekm import direct
 from sparsekm.kernels import RBF, Polynomial
 from sparsekm.models import (
