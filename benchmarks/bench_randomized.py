@@ -224,6 +224,10 @@ def main(argv=None):
     parser.add_argument("--only", choices=["dense", "sparse", "sparse-blocks", "quantized"],
                         help="re-run one configuration and merge it into the existing JSON "
                              "(its error analysis, which does not depend on timing, is kept)")
+    parser.add_argument("--solve-only", action="store_true",
+                        help="re-run only the dense and sparsified configurations with "
+                             "--components and store them as 'solve_only_l<components>' in "
+                             "the existing JSON (e.g. only the components above the noise)")
     parser.add_argument("--phase", help=argparse.SUPPRESS)
     parser.add_argument("--data", help=argparse.SUPPRESS)
     parser.add_argument("--test", help=argparse.SUPPRESS)
@@ -254,6 +258,19 @@ def main(argv=None):
         common = ["--data", str(data_path), "--test", str(test_path), "--work", work,
                   "--s", str(args.s), "--components", str(args.components),
                   "--seed", str(args.seed)]
+        if args.solve_only:
+            report = json.loads(Path(args.out).read_text())
+            extra = {}
+            for name in ("dense", "sparse"):
+                print(f"[bench_randomized] solve-only {name} l={args.components} ...", flush=True)
+                extra[name] = _run_child(["--phase", name] + common, env)
+                extra[name].pop("eigenvalues", None)
+                print(json.dumps(extra[name]), flush=True)
+            extra["solve_speedup_sparse"] = extra["dense"]["solve_s"] / extra["sparse"]["solve_s"]
+            report[f"solve_only_l{args.components}"] = extra
+            Path(args.out).write_text(json.dumps(report, indent=2))
+            print(json.dumps({"solve_speedup_sparse": extra["solve_speedup_sparse"]}))
+            return 0
         if args.only:
             report = json.loads(Path(args.out).read_text())
             name = args.only

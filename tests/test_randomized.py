@@ -96,6 +96,9 @@ def test_sparsify_generic_kernel_fallback_and_projected_kernel():
     K_hat = sparsify_gram(X, pk, 2, random_state=0)
     D = K_hat.toarray()
     np.testing.assert_allclose(D[D != 0], 2 * K[D != 0], rtol=1e-12)
+    # Quantizing through the wrapper equals quantizing its Gram matrix.
+    np.testing.assert_array_equal(quantize_gram(X, pk, random_state=3).bits,
+                                  quantize_gram(K, random_state=3).bits)
 
 
 def test_sparsify_never_builds_the_dense_matrix():

@@ -537,6 +537,8 @@ def quantize_gram(X, kernel="precomputed", random_state=None, *, b=None, block_s
     X, kernel = _check_gram_input(X, kernel, "quantize_gram")
     b = _resolve_b(X, kernel, b, "quantize_gram", block_size)
     rng = _as_generator(random_state)
+    if isinstance(kernel, ProjectedKernel):  # project once, not once per block
+        X, kernel = kernel.projection.transform(X), kernel.kernel
     m = X.shape[0]
     bits = np.zeros((m, (m + 7) // 8), dtype=np.uint8, order="F")
     step = _rows_per_block(m, block_size, multiple=8)
