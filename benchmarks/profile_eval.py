@@ -7,8 +7,7 @@ same shape and range, so no data files are needed):
 1. a pyinstrument call profile (if pyinstrument is installed), single-threaded
    so that every sample lands in the main thread;
 2. a pass-by-pass breakdown of one row block (198 x 2640, the default block):
-   CPU nanoseconds per kernel value for the GEMM and for each element-wise pass,
-   for the foundation's sequence of passes and for the current engine's.
+   CPU nanoseconds per kernel value for the GEMM and for each element-wise pass.
 
 Writes ``benchmarks/results/profile_eval.json`` (and ``profile_eval.txt`` with the
 call profile). Usage: ``python benchmarks/profile_eval.py [--repeat 20]``
@@ -64,16 +63,11 @@ def breakdown(dtype, repeat, rng):
         "K @ coef (10 outputs)": lambda: np.matmul(K, C, out=out),
     }
     per = {name: ns_per_entry(f, n, repeat) for name, f in T.items()}
-    # Previous engine: scale by -2, two norm additions, clip, scale by -gamma, exp.
-    # Current engine: -2 gamma folded into one scaling, so one scaling pass fewer.
-    passes = (per["gemm X Z^T"] + per["add row norms"] + per["add column norms"]
-              + per["clip (maximum/minimum)"] + per["exp"] + per["K @ coef (10 outputs)"])
-    previous = passes + 2 * per["scale (D *= c)"]
-    current = passes + per["scale (D *= c)"]
-    return {"ns_per_kernel_value": per, "previous_engine_sum": previous,
-            "current_engine_sum": current,
-            "gemm_share_previous": per["gemm X Z^T"] / previous,
-            "gemm_share_current": per["gemm X Z^T"] / current}
+    # Both engines: scale by -2, two norm additions, clip, scale by -gamma, exp, @ coef.
+    total = (per["gemm X Z^T"] + 2 * per["scale (D *= c)"] + per["add row norms"]
+             + per["add column norms"] + per["clip (maximum/minimum)"] + per["exp"]
+             + per["K @ coef (10 outputs)"])
+    return {"ns_per_kernel_value": per, "sum": total, "gemm_share": per["gemm X Z^T"] / total}
 
 
 def call_profile(rng):
