@@ -51,6 +51,8 @@ def test_construct_refine_no_worse_than_construct(moons):
     a = ReducedSetClassifier(svc, n_vectors=6, random_state=0).fit(X, y)
     b = ReducedSetClassifier(svc, n_vectors=6, method="construct+refine", random_state=0).fit(X, y)
     assert b.objective_ <= a.objective_ + 1e-12
+    c = ReducedSetClassifier(svc, n_vectors=6, n_sweeps=2, random_state=0).fit(X, y)
+    assert c.objective_ <= a.objective_ + 1e-12
 
 
 def test_multiclass_separate_and_shared(digits):

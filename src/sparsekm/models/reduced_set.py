@@ -75,7 +75,8 @@ def _l1_multi_for_size(expansion, n_vectors, c, max_steps=14):
 
 
 def reduce_expansion(expansion, n_vectors, *, method="construct", shared=False, c="inverse",
-                     lam=None, n_init=5, max_iter=200, refine_max_iter=300, random_state=None):
+                     lam=None, n_init=5, max_iter=200, refine_max_iter=300, n_sweeps=0,
+                     random_state=None):
     """Approximate ``expansion`` with ``n_vectors`` terms by the named method.
 
     The common entry point of the estimators (and of :func:`reduce_kernel_pca`).
@@ -93,7 +94,7 @@ def reduce_expansion(expansion, n_vectors, *, method="construct", shared=False, 
         Weights of the L1 selection (eq. 66/70).
     lam : float, optional
         L1 selection: fixed ``lambda`` instead of aiming at ``n_vectors``.
-    n_init, max_iter, refine_max_iter, random_state
+    n_init, max_iter, refine_max_iter, n_sweeps, random_state
         Passed to :func:`~sparsekm.reduced_set.construct`.
 
     Returns
@@ -104,7 +105,7 @@ def reduce_expansion(expansion, n_vectors, *, method="construct", shared=False, 
     if method in ("construct", "construct+refine"):
         return construct(expansion, n_vectors, shared=shared, refine=method == "construct+refine",
                          n_init=n_init, max_iter=max_iter, refine_max_iter=refine_max_iter,
-                         random_state=random_state)
+                         n_sweeps=n_sweeps, random_state=random_state)
     multi = expansion.is_multioutput and expansion.n_outputs > 1
     if multi and shared:
         if method == "select-kpca":
@@ -155,7 +156,8 @@ class _ReducedSetBase(BaseEstimator):
         return reduce_expansion(
             expansion, self.n_vectors, method=self.method, shared=self.shared, c=self.c,
             lam=self.lam, n_init=self.n_init, max_iter=self.max_iter,
-            refine_max_iter=self.refine_max_iter, random_state=self.random_state)
+            refine_max_iter=self.refine_max_iter, n_sweeps=self.n_sweeps,
+            random_state=self.random_state)
 
     def _fitted_model(self, X, y, est):
         if _is_fitted(est) and getattr(est, "n_features_in_", X.shape[1]) == X.shape[1]:
@@ -219,6 +221,10 @@ class ReducedSetClassifier(ClassifierMixin, _ReducedSetBase):
         Iterations per one-term step.
     refine_max_iter : int, default=300
         L-BFGS iterations of phase 2.
+    n_sweeps : int, default=0
+        Backfitting sweeps after phase 1 (construction; not in the papers, see
+        :func:`~sparsekm.reduced_set.construct`). On USPS, 3 sweeps lowered the
+        RS-25 error from 5.53 % to 5.13 %.
     random_state : int, RandomState instance or None, default=None
 
     Attributes
@@ -259,7 +265,7 @@ class ReducedSetClassifier(ClassifierMixin, _ReducedSetBase):
 
     def __init__(self, estimator=None, n_vectors=25, method="construct", shared=False,
                  refit_intercept=True, c="inverse", lam=None, n_init=5, max_iter=200,
-                 refine_max_iter=300, random_state=None):
+                 refine_max_iter=300, n_sweeps=0, random_state=None):
         self.estimator = estimator
         self.n_vectors = n_vectors
         self.method = method
@@ -270,6 +276,7 @@ class ReducedSetClassifier(ClassifierMixin, _ReducedSetBase):
         self.n_init = n_init
         self.max_iter = max_iter
         self.refine_max_iter = refine_max_iter
+        self.n_sweeps = n_sweeps
         self.random_state = random_state
 
     def fit(self, X, y):
@@ -368,7 +375,7 @@ class ReducedSetRegressor(RegressorMixin, _ReducedSetBase):
             default="construct"
     refit_intercept : bool, default=True
         Re-compute the intercept as the mean training residual (least squares).
-    c, lam, n_init, max_iter, refine_max_iter, random_state
+    c, lam, n_init, max_iter, refine_max_iter, n_sweeps, random_state
         As in :class:`ReducedSetClassifier`.
 
     Attributes
@@ -391,7 +398,7 @@ class ReducedSetRegressor(RegressorMixin, _ReducedSetBase):
 
     def __init__(self, estimator=None, n_vectors=25, method="construct", refit_intercept=True,
                  c="inverse", lam=None, n_init=5, max_iter=200, refine_max_iter=300,
-                 random_state=None):
+                 n_sweeps=0, random_state=None):
         self.estimator = estimator
         self.n_vectors = n_vectors
         self.method = method
@@ -401,6 +408,7 @@ class ReducedSetRegressor(RegressorMixin, _ReducedSetBase):
         self.n_init = n_init
         self.max_iter = max_iter
         self.refine_max_iter = refine_max_iter
+        self.n_sweeps = n_sweeps
         self.random_state = random_state
 
     shared = False
@@ -461,7 +469,7 @@ class ReducedSetRegressor(RegressorMixin, _ReducedSetBase):
 
 
 def reduce_kernel_pca(kpca, n_vectors, *, method="construct", shared=True, n_init=5,
-                      max_iter=200, refine_max_iter=300, random_state=None):
+                      max_iter=200, refine_max_iter=300, n_sweeps=0, random_state=None):
     """Approximate a fitted kernel PCA feature extractor with a reduced set.
 
     Each kernel PCA feature is an expansion over all training points; with
@@ -476,7 +484,7 @@ def reduce_kernel_pca(kpca, n_vectors, *, method="construct", shared=True, n_ini
     n_vectors : int
     method : {"construct", "construct+refine", "select-kpca", "select-backward", "select-l1"}
     shared : bool, default=True
-    n_init, max_iter, refine_max_iter, random_state
+    n_init, max_iter, refine_max_iter, n_sweeps, random_state
         As in :func:`~sparsekm.reduced_set.construct`.
 
     Returns
@@ -490,4 +498,4 @@ def reduce_kernel_pca(kpca, n_vectors, *, method="construct", shared=True, n_ini
         expansion = KernelExpansion.from_estimator(kpca)
     return reduce_expansion(expansion, n_vectors, method=method, shared=shared, n_init=n_init,
                             max_iter=max_iter, refine_max_iter=refine_max_iter,
-                            random_state=random_state)
+                            n_sweeps=n_sweeps, random_state=random_state)
