@@ -205,6 +205,10 @@ def _splits(name, quick):
     return [1, 2] if quick else list(range(1, 11))
 
 
+def _split_text(ctx):
+    return "1-2 (--quick)" if ctx.quick else "1-10"
+
+
 def _mean(name, ratio, method, cache, ctx, progress=None):
     vals = []
     for split in _splits(name, ctx.quick):
@@ -279,7 +283,7 @@ def table1(ctx):
         notes.append("RS and MRS: n/a -- sparsekm.reduced_set.construct is not available in this "
                      "build; MRS itself is `ModifiedRS(Z=...)` and works with any RS vectors.")
     notes += [
-        "Test error in %, mean over IDA splits 1-10 (USPS: the fixed train/test split, "
+        f"Test error in %, mean over IDA splits {_split_text(ctx)} (USPS: the fixed train/test split, "
         "10-class error of ten one-vs-rest classifiers, N_z = ratio x N_SV of each).",
         "SLMC: random initial XVs, L-BFGS <= 100 iterations, inner SVM solved exactly "
         "(free bias). RS: iterated one-term construction (sparsekm.reduced_set.construct), "
@@ -310,7 +314,8 @@ def table2(ctx):
     bar.close()
     return Result("wu-table2", "Wu, Schölkopf & Bakır 2006, Table 2 (SLMC initialisation)",
                   _table(rows, cols),
-                  notes=["Test error in %, mean over IDA splits 1-10; k-means: scikit-learn "
+                  notes=[f"Test error in %, mean over IDA splits {_split_text(ctx)}; k-means: "
+                         "scikit-learn "
                          "KMeans (one init) on the distinct training points."],
                   seconds=time.perf_counter() - t0)
 
@@ -346,7 +351,7 @@ def table3(ctx):
                          f"fixed mu = {SKFD_MU:g}, or chosen per split from {list(SKFD_MU_GRID)} by "
                          "5-fold CV on the training set; final beta and b by the SVM problem "
                          "37-39 with the SVM's C.",
-                         "Test error in %, mean over IDA splits 1-10."],
+                         f"Test error in %, mean over IDA splits {_split_text(ctx)}."],
                   seconds=time.perf_counter() - t0)
 
 
