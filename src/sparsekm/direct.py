@@ -634,9 +634,6 @@ def _check_Z(Z, n_features):
     return Z
 
 
-def _is_kernel(kernel):
-    return isinstance(kernel, Kernel)
-
 
 def full_svm_expansion(X, y, kernel, C, *, tol=1e-5):
     """The standard soft-margin SVM (problem 20-22) as a :class:`KernelExpansion`.
