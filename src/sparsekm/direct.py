@@ -48,7 +48,12 @@ __all__ = [
     "slmc_gradient",
     "slmc_optimize",
     "skfd_objective",
+    "skfd_gradient",
     "skfd_optimize",
+    "full_svm_expansion",
+    "svm_dual_objective",
+    "rs_objective",
+    "OptimizeResult",
     "unique_rows",
     "aggregate_duplicates",
     "SingularKzError",
@@ -633,9 +638,6 @@ def _check_Z(Z, n_features):
         raise ValueError(f"Z has {Z.shape[1]} features, but X has {n_features}.")
     return Z
 
-
-def _is_kernel(kernel):
-    return isinstance(kernel, Kernel)
 
 
 def full_svm_expansion(X, y, kernel, C, *, tol=1e-5):

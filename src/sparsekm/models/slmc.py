@@ -52,8 +52,6 @@ def _solve_fixed(X, y, Z, kernel, C, features="whitened"):
 class _DirectSparseBase(ClassifierMixin, BaseEstimator):
     """Shared validation, one-vs-rest and prediction for the direct sparse classifiers."""
 
-    _uses_n_vectors = True
-
     # -- validation ----------------------------------------------------------------
     def _validate_common(self, X, y):
         owner = type(self).__name__
