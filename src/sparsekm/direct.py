@@ -343,13 +343,13 @@ def _ipm_svm(F, y, C, *, tol=1e-12, max_iter=80):
     s = np.ones(n)
     lam = 0.0
     eye = np.eye(m)
-    scale = 1.0 + np.abs(c).max()
     for _ in range(max_iter):
-        Hx = H.T @ x
-        rd = H @ Hx + c - av * lam - z + s
+        Qx = H @ (H.T @ x)
+        rd = Qx + c - av * lam - z + s
         rp = float(av @ x)
         mu = (x @ z + xs @ s) / (2 * n)
-        if mu < tol and np.abs(rd).max() < 1e-9 * scale and abs(rp) < 1e-12 * n:
+        scale = 1.0 + np.abs(Qx).max() + np.abs(c).max()
+        if mu < tol * scale and np.abs(rd).max() < 1e-9 * scale and abs(rp) < 1e-12 * n:
             break
         dinv = 1.0 / (z / x + s / xs)
         Hd = H * dinv[:, None]
@@ -370,13 +370,10 @@ def _ipm_svm(F, y, C, *, tol=1e-12, max_iter=80):
             dx = Mr + Ma * dlam
             return dx, dlam, (rxz - z * dx) / x, (rws + s * dx) / xs
 
-        def max_step(dx, dz, ds, x=x, xs=xs, z=z, s=s):
-            step = 1.0
-            for v, dv in ((x, dx), (xs, -dx), (z, dz), (s, ds)):
-                neg = dv < 0
-                if neg.any():
-                    step = min(step, float(np.min(-v[neg] / dv[neg])))
-            return step
+        def max_step(dx, dz, ds, v=np.concatenate((x, xs, z, s))):
+            dv = np.concatenate((dx, -dx, dz, ds))
+            neg = dv < 0
+            return min(1.0, float(np.min(v[neg] / -dv[neg], initial=np.inf)))
 
         dx, dlam, dz, ds = newton(-x * z, -xs * s)
         t = max_step(dx, dz, ds)
@@ -406,7 +403,7 @@ def _svm_values(F, y, C, alpha, w, b):
 
 
 def fixed_z_svm(X, y, Z, kernel, C, *, features="whitened", tol=1e-5, on_singular="raise",
-                Kzx=None, warm_start=None, sample_weight=None):
+                Kzx=None, warm_start=None, sample_weight=None, solver="auto"):
     """SVM with weight vector in ``span{Phi(z_1), ..., Phi(z_Nz)}`` for fixed ``Z``.
 
     With ``features="whitened"`` this solves problem (28)-(30) exactly: a linear
@@ -416,8 +413,12 @@ def fixed_z_svm(X, y, Z, kernel, C, *, features="whitened", tol=1e-5, on_singula
     dual optimum (eq. 44). With ``features="empirical"`` the regulariser is
     ``beta^T beta`` instead of ``beta^T K^z beta`` (RSVM, section 4.2).
 
-    The inner problem is solved by libsvm (``SVC(kernel="linear")``, free bias)
-    to KKT tolerance ``tol``; the duality gap is reported in ``FixedZSolution.primal``.
+    The inner problem (``n_vectors`` features, free bias) is solved by a
+    primal-dual interior-point method on the dual whose Newton steps cost
+    ``O(n_samples n_vectors^2)`` (Woodbury identity on the rank-``n_vectors``
+    Hessian), then polished to an exact KKT point by an active-set step; libsvm
+    (``SVC(kernel="linear")`` at tolerance ``tol``) is the fallback. The duality
+    gap is reported in ``FixedZSolution.primal``; ``extra["method"]`` names the path.
 
     Parameters
     ----------
@@ -429,7 +430,7 @@ def fixed_z_svm(X, y, Z, kernel, C, *, features="whitened", tol=1e-5, on_singula
     C : float
     features : {"whitened", "empirical"}
     tol : float
-        libsvm stopping tolerance.
+        Stopping tolerance of libsvm (used when ``solver="libsvm"`` or as fallback).
     on_singular : {"raise", "pinv"}
         See :func:`whitening_transform`.
     Kzx : ndarray of shape (n_vectors, n_samples), optional
@@ -442,11 +443,17 @@ def fixed_z_svm(X, y, Z, kernel, C, *, features="whitened", tol=1e-5, on_singula
         Per-sample multiplicity: ``C_i = C * sample_weight_i``. Merging identical
         ``(x, y)`` pairs into one weighted sample (:func:`aggregate_duplicates`) gives
         exactly the same ``W`` and ``beta`` and a much smaller inner problem.
+    solver : {"auto", "libsvm"}, default="auto"
+        ``"auto"``: warm-started active set, else interior point (SQP for tiny
+        problems), libsvm as the last resort. ``"libsvm"``: libsvm from scratch
+        (then the active-set polish), the plain reference of the benchmarks.
 
     Returns
     -------
     FixedZSolution
     """
+    if solver not in ("auto", "libsvm"):
+        raise ValueError(f"solver must be 'auto' or 'libsvm'; got {solver!r}.")
     if features not in ("whitened", "empirical"):
         raise ValueError(f"features must be 'whitened' or 'empirical'; got {features!r}.")
     if not isinstance(kernel, Kernel):
@@ -469,17 +476,17 @@ def fixed_z_svm(X, y, Z, kernel, C, *, features="whitened", tol=1e-5, on_singula
         F = Kzx.T
     Cvec = C if sample_weight is None else C * np.asarray(sample_weight, dtype=float)
     solved = None
-    if warm_start is not None:
+    if warm_start is not None and solver == "auto":
         solved = _active_set_svm(F, y, Cvec, np.asarray(warm_start, dtype=float))
     method = "active-set"
-    if solved is None and F.shape[0] <= _QP_FIRST_SAMPLES:
+    if solved is None and solver == "auto" and F.shape[0] <= _QP_FIRST_SAMPLES:
         # tiny problems (e.g. Titanic: 22 distinct (x, y) pairs): SQP + polish beats libsvm,
         # which needs millions of iterations there when C is huge
         a, w, b = _qp_svm(F, y, Cvec, None if warm_start is None else np.asarray(warm_start))
         polished = _active_set_svm(F, y, Cvec, a, margin0=y * (F @ w + b))
         if polished is not None:
             solved, method = polished, "qp+active-set"
-    if solved is None:
+    if solved is None and solver == "auto":
         solved = _ipm_svm(F, y, Cvec)
         method = "ipm"
         if solved is not None:
@@ -595,7 +602,7 @@ def _lbfgs_over_Z(fun, Z0, max_iter, tol, callback=None):
 
 
 def slmc_optimize(X, y, Z0, kernel, C, *, max_iter=100, tol=1e-6, svm_tol=1e-4, warm_start=True,
-                  callback=None):
+                  callback=None, solver="auto"):
     """Minimise the SLMC marginal function ``W(Z)`` over ``Z`` with L-BFGS (section 3.3).
 
     Parameters
@@ -611,11 +618,13 @@ def slmc_optimize(X, y, Z0, kernel, C, *, max_iter=100, tol=1e-6, svm_tol=1e-4, 
     tol : float
         Relative decrease of ``W`` below which L-BFGS stops (scipy's ``ftol``).
     svm_tol : float
-        Tolerance of the inner SVM (libsvm).
+        Tolerance of libsvm in the inner SVM (when it is used, see ``solver``).
     warm_start : bool
         Seed each inner solve with the previous iterate's active set
-        (:func:`_active_set_svm`); ``False`` solves every step from scratch with libsvm.
+        (:func:`_active_set_svm`); ``False`` solves every step from scratch.
     callback : callable ``callback(iteration, W)``, optional
+    solver : {"auto", "libsvm"}
+        Inner solver, see :func:`fixed_z_svm`.
 
     Returns
     -------
@@ -630,7 +639,7 @@ def slmc_optimize(X, y, Z0, kernel, C, *, max_iter=100, tol=1e-6, svm_tol=1e-4, 
 
     def fun(Z):
         sol = fixed_z_svm(X, y, Z, kernel, C, tol=svm_tol, on_singular="pinv",
-                          warm_start=warm["alpha"], sample_weight=weights)
+                          warm_start=warm["alpha"], sample_weight=weights, solver=solver)
         if warm_start:
             warm["alpha"] = sol.alpha
         return sol.W, slmc_gradient(X, y, Z, kernel, sol.alpha, sol.beta), sol
