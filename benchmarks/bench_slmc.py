@@ -123,6 +123,7 @@ def _merge(section):
     data = json.loads(OUT.read_text()) if OUT.exists() else {}
     data.update(section)
     data["machine"] = {"platform": platform.platform(), "cpus": os.cpu_count(),
+                       "load_average_1_5_15_min": [round(v, 2) for v in os.getloadavg()],
                        "note": "2 cores shared with other jobs; timings are on a loaded machine"}
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(data, indent=1))

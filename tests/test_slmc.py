@@ -6,7 +6,6 @@ from sklearn.datasets import make_blobs, make_moons
 from sklearn.svm import SVC
 
 import sparsekm
-from .conftest import requires_ida
 from sparsekm import direct
 from sparsekm.kernels import RBF, Polynomial
 from sparsekm.models import (
@@ -17,6 +16,8 @@ from sparsekm.models import (
     SparseKFD,
     SparseLargeMarginClassifier,
 )
+
+from .conftest import requires_ida
 
 
 @pytest.fixture

@@ -370,7 +370,9 @@ def _ipm_svm(F, y, C, *, tol=1e-12, max_iter=80):
             dx = Mr + Ma * dlam
             return dx, dlam, (rxz - z * dx) / x, (rws + s * dx) / xs
 
-        def max_step(dx, dz, ds, v=np.concatenate((x, xs, z, s))):
+        v_all = np.concatenate((x, xs, z, s))
+
+        def max_step(dx, dz, ds, v=v_all):
             dv = np.concatenate((dx, -dx, dz, ds))
             neg = dv < 0
             return min(1.0, float(np.min(v[neg] / -dv[neg], initial=np.inf)))
