@@ -327,8 +327,8 @@ def _ipm_svm(F, y, C, *, tol=1e-12, max_iter=80):
     ``a = alpha / C_i`` in ``[0, 1]``. The Hessian ``Y F F^T Y`` has rank
     ``n_features``, so each Newton system ``(Q + D) dx = r`` is solved through the
     Sherman-Morrison-Woodbury identity with one ``n_features x n_features``
-    Cholesky factorisation: ``O(n_samples n_features^2)`` per iteration, about 20
-    to 30 iterations whatever ``C`` is (libsvm's iteration count grows with ``C``).
+    Cholesky factorisation: ``O(n_samples n_features^2)`` per iteration, about 12
+    to 20 iterations whatever ``C`` is (libsvm's iteration count grows with ``C``).
     Returns ``(alpha, w, b)`` or ``None`` when it does not converge.
     """
     n, m = F.shape
