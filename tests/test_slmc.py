@@ -6,7 +6,6 @@ from sklearn.datasets import make_blobs, make_moons
 from sklearn.svm import SVC
 
 import sparsekm
-from .conftest import requires_ida
 from sparsekm import direct
 from sparsekm.kernels import RBF, Polynomial
 from sparsekm.models import (
@@ -17,6 +16,8 @@ from sparsekm.models import (
     SparseKFD,
     SparseLargeMarginClassifier,
 )
+
+from .conftest import requires_ida
 
 
 @pytest.fixture
@@ -391,3 +392,41 @@ def test_fixed_z_svm_input_errors(moons):
         direct.fixed_z_svm(Xn, y, X[:3], k, 1.0)
     with pytest.raises(ValueError, match="features must be"):
         direct.fixed_z_svm(X, y, X[:3], k, 1.0, features="raw")
+
+
+@pytest.mark.parametrize("C", [1.0, 316.2, 1e4])
+def test_interior_point_matches_libsvm(moons, C):
+    """The interior-point inner solver and libsvm (tight tolerance) reach the same optimum."""
+    X, y = moons
+    k = RBF(1.0)
+    Z = X[::13]
+    ipm = direct.fixed_z_svm(X, y, Z, k, C)
+    ref = direct.fixed_z_svm(X, y, Z, k, C, tol=1e-10, solver="libsvm")
+    assert ipm.extra["method"] in ("ipm", "ipm+active-set")
+    assert ref.extra["method"].startswith("libsvm")
+    np.testing.assert_allclose(ipm.W, ref.W, rtol=1e-7)
+    np.testing.assert_allclose(ipm.beta, ref.beta, rtol=1e-4, atol=1e-6 * np.abs(ref.beta).max())
+    assert abs(ipm.gap) < 1e-9
+    assert np.all((ipm.alpha >= 0) & (ipm.alpha <= C))
+    np.testing.assert_allclose(ipm.alpha @ y, 0.0, atol=1e-9 * C * len(y))
+
+
+def test_interior_point_solver_direct(moons):
+    """_ipm_svm alone (before the polish): KKT to high accuracy, with per-sample C_i."""
+    X, y = moons
+    k = RBF(1.0)
+    Z = X[:9]
+    F = (direct.whitening_transform(k(Z)) @ k(Z, X)).T
+    Cvec = 10.0 * (1.0 + np.arange(len(y)) % 3)
+    alpha, w, b = direct._ipm_svm(F, y, Cvec)
+    dual, primal = direct._svm_values(F, y, Cvec, alpha, w, b)
+    assert (primal - dual) / abs(primal) < 1e-8
+    np.testing.assert_allclose(w, F.T @ (alpha * y))
+    ref = direct._linear_svm(F, y, 10.0, 1e-10, sample_weight=Cvec / 10.0)
+    np.testing.assert_allclose(dual, direct._svm_values(F, y, Cvec, *ref)[0], rtol=1e-7)
+
+
+def test_solver_option_errors(moons):
+    X, y = moons
+    with pytest.raises(ValueError, match="solver must be 'auto' or 'libsvm'"):
+        direct.fixed_z_svm(X, y, X[:3], RBF(1.0), 1.0, solver="smo")
