@@ -167,7 +167,12 @@ def _linear_svm(F, y, C, tol, max_iter=-1, sample_weight=None):
     """Linear SVM with free (unregularised) bias on features ``F`` via libsvm.
 
     ``C_i = C * sample_weight_i``. Returns ``(alpha, w, b)`` with ``w = F^T (alpha * y)``.
+    ``max_iter=-1`` caps libsvm at ``max(10**6, 100 n)`` iterations: on badly scaled
+    features (e.g. a cubic kernel on inputs of size 1e6) it may otherwise never stop;
+    an unconverged solution shows in the duality gap.
     """
+    if max_iter == -1:
+        max_iter = max(10**6, 100 * F.shape[0])
     svc = SVC(kernel="linear", C=C, tol=tol, cache_size=200, max_iter=max_iter, shrinking=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # ConvergenceWarning is reported through the gap instead
