@@ -172,15 +172,18 @@ class FixedZSolution:
         return (self.primal - self.W) / max(1.0, abs(self.primal))
 
 
-def _linear_svm(F, y, C, tol, max_iter=10_000_000, sample_weight=None):
+def _linear_svm(F, y, C, tol, max_iter=-1, sample_weight=None):
     """Linear SVM with free (unregularised) bias on features ``F`` via libsvm.
 
     ``C_i = C * sample_weight_i``. Returns ``(alpha, w, b)`` with ``w = F^T (alpha * y)``.
-    libsvm's iterations are capped: with a huge ``C`` (Titanic: ``C = 1e5``) and
-    ill-conditioned features it can otherwise cycle for minutes at a tolerance it
-    cannot reach; the result is then polished by the active-set step and its
-    duality gap is reported.
+    libsvm's iterations are capped (``max_iter=-1``: ``max(10**6, 100 n)``): with a huge
+    ``C`` (Titanic: ``C = 1e5``) or badly scaled features (a cubic kernel on inputs of
+    size 1e6) it can otherwise cycle for minutes at a tolerance it cannot reach; the
+    result is then polished by the active-set step and an unconverged solution shows in
+    the reported duality gap.
     """
+    if max_iter == -1:
+        max_iter = max(10**6, 100 * F.shape[0])
     svc = SVC(kernel="linear", C=C, tol=tol, cache_size=200, max_iter=max_iter, shrinking=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # ConvergenceWarning is reported through the gap instead

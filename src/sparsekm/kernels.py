@@ -589,16 +589,29 @@ class Polynomial(DotProductKernel):
         self.coef0 = check_scalar(coef0, "coef0", "Polynomial", lower=0)
         self.gamma = check_scalar(gamma, "gamma", "Polynomial", lower=0, lower_inclusive=False)
 
+    def _overflow(self, dtype):
+        return ValueError(
+            f"{self!r} values overflow {np.dtype(dtype).name} (|gamma x.y + coef0|^{self.degree} "
+            f"> {float(np.finfo(dtype).max):.3g}); rescale the inputs or use float64 arrays.")
+
     def profile(self, t):
         _, t = _namespace_of(t)
-        return (self.gamma * t + self.coef0) ** self.degree
+        with np.errstate(over="raise"):
+            try:
+                return (self.gamma * t + self.coef0) ** self.degree
+            except FloatingPointError:
+                raise self._overflow(t.dtype) from None
 
     def profile_derivative(self, t):
         xp, t = _namespace_of(t)
         d = self.degree
         if d == 1:
             return xp.full_like(t if xp.name == "torch" else t.astype(float), self.gamma)
-        return d * self.gamma * (self.gamma * t + self.coef0) ** (d - 1)
+        with np.errstate(over="raise"):
+            try:
+                return d * self.gamma * (self.gamma * t + self.coef0) ** (d - 1)
+            except FloatingPointError:
+                raise self._overflow(t.dtype) from None
 
     def _profile_inplace(self, t):
         if self.gamma != 1.0:
@@ -606,9 +619,13 @@ class Polynomial(DotProductKernel):
         if self.coef0:
             t += self.coef0
         xp = array_namespace(t)
-        if self.degree == 2:
-            return xp.multiply(t, t, out=t)
-        return xp.power(t, self.degree, out=t)
+        with np.errstate(over="raise"):
+            try:
+                if self.degree == 2:
+                    return xp.multiply(t, t, out=t)
+                return xp.power(t, self.degree, out=t)
+            except FloatingPointError:
+                raise self._overflow(t.dtype) from None
 
 
 @_register

@@ -171,6 +171,9 @@ def pivoted_cholesky(X, kernel, n_new, *, tol=0.0, first=None, factor=None, resi
         elif j:
             col -= L[:j, p] @ L[:j]
         col /= np.sqrt(se_p)
+        # Exact pivot entry: GEMM distances can lose k(x_p, x_p) entirely (RBF with
+        # gamma ||x||^2 > 1/eps), which would leave a zero on the diagonal of L_r.
+        col[p] = np.sqrt(se_p)
         L[j] = col
         se -= col * col
         se[p] = 0.0
