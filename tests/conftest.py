@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 from hypothesis import settings
 
+from sparsekm.datasets import data_available
+
 # Deterministic property tests in the default run (CI must not flake); set
 # SPARSEKM_HYPOTHESIS=explore to search new random examples locally.
 settings.register_profile("default-run", derandomize=True, print_blob=True)
 settings.register_profile("explore", derandomize=False, max_examples=1000)
 settings.load_profile("explore" if os.environ.get("SPARSEKM_HYPOTHESIS") == "explore"
                       else "default-run")
-
-from sparsekm.datasets import data_available
 
 requires_usps = pytest.mark.skipif(not data_available("usps"), reason="USPS data not found")
 requires_ida = pytest.mark.skipif(not data_available("ida"), reason="IDA data not found")

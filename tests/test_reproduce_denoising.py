@@ -3,13 +3,14 @@
 import numpy as np
 import pytest
 
-from .conftest import requires_usps
 from sparsekm.reproduce import Context, discover
 from sparsekm.reproduce.denoising import (
     add_gaussian_noise,
     add_speckle_noise,
     table_denoise_ratios,
 )
+
+from .conftest import requires_usps
 
 
 @pytest.fixture

@@ -3,8 +3,9 @@
 import numpy as np
 import pytest
 
-from .conftest import requires_ida, requires_ripley
 from sparsekm.reproduce import REGISTRY, Context, discover
+
+from .conftest import requires_ida, requires_ripley
 
 
 @pytest.fixture(scope="module")

@@ -2,8 +2,9 @@
 
 import pytest
 
-from .conftest import requires_usps
 from sparsekm.reproduce import Context, discover
+
+from .conftest import requires_usps
 
 NAMES = ["usps-rs-construct", "usps-rs-select-kpca", "usps-rs-select-l1", "usps-rs-shared"]
 
