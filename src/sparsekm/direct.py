@@ -582,10 +582,12 @@ def full_svm_expansion(X, y, kernel, C, *, tol=1e-5):
     from .kernels import RBF
 
     y = np.asarray(y)
+    max_iter = max(10**6, 100 * X.shape[0])  # libsvm may never stop on badly scaled kernels
     if isinstance(kernel, RBF):
-        svc = SVC(kernel="rbf", gamma=kernel.gamma, C=C, tol=tol, cache_size=500).fit(X, y)
+        svc = SVC(kernel="rbf", gamma=kernel.gamma, C=C, tol=tol, cache_size=500,
+                  max_iter=max_iter).fit(X, y)
     else:
-        svc = SVC(kernel="precomputed", C=C, tol=tol).fit(kernel(X), y)
+        svc = SVC(kernel="precomputed", C=C, tol=tol, max_iter=max_iter).fit(kernel(X), y)
     # scikit-learn's binary dual_coef_ is alpha_i y_i with y = +1 for classes_[1].
     return KernelExpansion(X[svc.support_], svc.dual_coef_[0], kernel, float(svc.intercept_[0]))
 

@@ -40,6 +40,8 @@ def svc_precomputed(K, y, C, *, tol=1e-3, max_iter=-1):
         ``alpha_i y_i``.
     intercept : float
     """
+    if max_iter == -1:  # libsvm may never stop on badly scaled kernels (values ~1e24)
+        max_iter = max(10**6, 100 * K.shape[0])
     svc = SVC(C=C, kernel="precomputed", tol=tol, max_iter=max_iter).fit(K, y)
     return svc.support_, svc.dual_coef_[0].copy(), float(svc.intercept_[0])
 
