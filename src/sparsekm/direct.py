@@ -86,7 +86,7 @@ def aggregate_duplicates(X, y):
     -------
     X_unique, y_unique, counts
     """
-    X = np.asarray(X, dtype=float)
+    X = check_array(X, "X", dtype=float)
     y = np.asarray(y, dtype=float)
     Xy = np.ascontiguousarray(np.column_stack([X, y]))
     _, idx, counts = np.unique(Xy, axis=0, return_index=True, return_counts=True)
@@ -112,7 +112,7 @@ def whitening_transform(Kz, *, rcond=_RCOND, on_singular="raise"):
     -------
     T : ndarray of shape (rank, n_vectors)
     """
-    lam, V = linalg.eigh(Kz)
+    lam, V = linalg.eigh(check_array(Kz, "Kz", allow_empty=True))
     lam_max = lam[-1] if lam.size else 0.0
     if not lam_max > 0:
         raise SingularKzError("K^z has no positive eigenvalue; the expansion vectors span nothing.")
@@ -325,6 +325,9 @@ def fixed_z_svm(X, y, Z, kernel, C, *, features="whitened", tol=1e-5, on_singula
     """
     if features not in ("whitened", "empirical"):
         raise ValueError(f"features must be 'whitened' or 'empirical'; got {features!r}.")
+    X = check_array(X, "X")
+    Z = _check_Z(Z, X.shape[1])
+    C = _check_C(C, "fixed_z_svm")
     y = np.asarray(y, dtype=float)
     if Kzx is None:
         Kzx = kernel(Z, X)
@@ -468,6 +471,7 @@ def slmc_optimize(X, y, Z0, kernel, C, *, max_iter=100, tol=1e-6, svm_tol=1e-4, 
         (``W`` at the start and after every L-BFGS iteration; non-increasing).
     """
     X, y, counts = aggregate_duplicates(X, y)
+    Z0 = _check_Z(Z0, X.shape[1], "Z0")
     weights = None if np.all(counts == 1) else counts
     warm = {"alpha": None}
 
@@ -511,7 +515,8 @@ def skfd_objective(X, y, Z, kernel, mu):
     beta : ndarray of shape (n_vectors,)
     lam : float
     """
-    _, _, d, Bz = _skfd_parts(X, y, Z, kernel, mu)
+    X = check_array(X, "X")
+    _, _, d, Bz = _skfd_parts(X, y, _check_Z(Z, X.shape[1]), kernel, mu)
     return _skfd_solve(d, Bz)
 
 
@@ -548,6 +553,8 @@ def skfd_gradient(X, y, Z, kernel, mu, beta, lam):
 
 def skfd_optimize(X, y, Z0, kernel, mu, *, max_iter=100, tol=1e-6, callback=None):
     """Minimise the SKFD marginal function over ``Z`` with L-BFGS (appendix A)."""
+    X = check_array(X, "X")
+    Z0 = _check_Z(Z0, X.shape[1], "Z0")
     y = np.asarray(y, dtype=float)
 
     def fun(Z):
@@ -561,10 +568,10 @@ def _check_C(C, owner):
     return check_scalar(C, "C", owner, lower=0.0, lower_inclusive=False)
 
 
-def _check_Z(Z, n_features):
-    Z = check_array(Z, "Z")
+def _check_Z(Z, n_features, name="Z"):
+    Z = check_array(Z, name)
     if Z.shape[1] != n_features:
-        raise ValueError(f"Z has {Z.shape[1]} features, but X has {n_features}.")
+        raise ValueError(f"{name} has {Z.shape[1]} features, but X has {n_features}.")
     return Z
 
 

@@ -84,6 +84,14 @@ def linear_svm_on_coordinates(Gamma, y, C, *, solver="smo", tol=1e-3, max_iter=-
     raise ValueError(f"solver must be one of {_SOLVERS}; got {solver!r}.")
 
 
+def _check_basis_not_empty(basis, owner):
+    if basis.n_basis_ == 0:
+        raise ValueError(
+            f"{owner}: the greedy basis is empty, every residual k(x, x) is below "
+            f"tol={basis.tol!r} (kernel values are tiny at this input scale). Lower tol or "
+            "rescale X.")
+
+
 @register
 class ApproxSVC(BinaryExpansionClassifier):
     """SVM trained on the greedy approximation of the training set (section 4.1).
@@ -176,6 +184,7 @@ class ApproxSVC(BinaryExpansionClassifier):
             basis.basis_indices_ = sv[basis.basis_indices_]
             Gamma = basis.transform(X)
             extra += n * basis.n_basis_
+        _check_basis_not_empty(basis, "ApproxSVC")
         w, b, support, n_dot = linear_svm_on_coordinates(Gamma, ys, C, solver=self.solver,
                                                          random_state=self.random_state)
         coef = solve_triangular(basis.cholesky_.T, w, lower=False, check_finite=False)
