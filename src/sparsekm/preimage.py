@@ -663,4 +663,5 @@ def preimage(expansion, method="auto", **kwargs):
     X, G, _ = _check_expansion(expansion, "preimage")
     n_iter = np.where(take, refined.n_iter, exact.n_iter)
     conv = np.where(take, refined.converged, exact.converged)
-    return _finish(kernel, X, G, False, Z, n_iter, conv, norm2, "exact+gradient")
+    # the solvers' ||Psi||^2 (clipped at 0), so rho/objective match preimage_objective
+    return _finish(kernel, X, G, False, Z, n_iter, conv, _norm2(kernel, X, G), "exact+gradient")
