@@ -152,8 +152,8 @@ class _ReducedSetBase(BaseEstimator):
             lam=self.lam, n_init=self.n_init, max_iter=self.max_iter,
             refine_max_iter=self.refine_max_iter, random_state=self.random_state)
 
-    def _fitted_model(self, X, y, default):
-        est = default if self.estimator is None else self.estimator
+    def _fitted_model(self, X, y, est):
+        # ``est`` is already resolved by fit (a multi-class SVC wrapped in one-vs-rest)
         if _is_fitted(est) and getattr(est, "n_features_in_", X.shape[1]) == X.shape[1]:
             return est
         return clone(est).fit(X, y)
