@@ -553,6 +553,10 @@ def skfd_gradient(X, y, Z, kernel, mu, beta, lam):
 
 def skfd_optimize(X, y, Z0, kernel, mu, *, max_iter=100, tol=1e-6, callback=None):
     """Minimise the SKFD marginal function over ``Z`` with L-BFGS (appendix A)."""
+    if not kernel.is_psd:
+        raise ValueError(
+            "Sparse KFD needs a positive semi-definite kernel (B^z = within-class scatter + "
+            f"mu K^z must be positive definite, eq. 49); {kernel!r} is not.")
     X = check_array(X, "X")
     Z0 = _check_Z(Z0, X.shape[1], "Z0")
     y = np.asarray(y, dtype=float)
