@@ -289,5 +289,5 @@ def test_errors(cloud):
         fixed_point(rbf, tol=-1.0)
     with pytest.raises(ValueError, match="'method' parameter of preimage"):
         preimage(rbf, method="newton")
-    with pytest.raises(ValueError, match="z0 has 2 features"):
+    with pytest.raises(ValueError, match="Z has 2 features"):
         preimage_objective(rbf, [0.0, 1.0])

@@ -95,7 +95,7 @@ def aggregate_duplicates(X, y):
     -------
     X_unique, y_unique, counts
     """
-    X = np.asarray(X, dtype=float)
+    X = check_array(X, "X", dtype=float)
     y = np.asarray(y, dtype=float)
     Xy = np.ascontiguousarray(np.column_stack([X, y]))
     _, idx, counts = np.unique(Xy, axis=0, return_index=True, return_counts=True)
@@ -121,7 +121,7 @@ def whitening_transform(Kz, *, rcond=_RCOND, on_singular="raise"):
     -------
     T : ndarray of shape (rank, n_vectors)
     """
-    lam, V = linalg.eigh(Kz)
+    lam, V = linalg.eigh(check_array(Kz, "Kz", allow_empty=True))
     lam_max = lam[-1] if lam.size else 0.0
     if not lam_max > 0:
         raise SingularKzError("K^z has no positive eigenvalue; the expansion vectors span nothing.")
@@ -639,6 +639,7 @@ def slmc_optimize(X, y, Z0, kernel, C, *, max_iter=100, tol=1e-6, svm_tol=1e-4, 
         (``W`` at the start and after every L-BFGS iteration; non-increasing).
     """
     X, y, counts = aggregate_duplicates(X, y)
+    Z0 = _check_Z(Z0, X.shape[1], "Z0")
     weights = None if np.all(counts == 1) else counts
     warm = {"alpha": None}
 
@@ -682,7 +683,8 @@ def skfd_objective(X, y, Z, kernel, mu):
     beta : ndarray of shape (n_vectors,)
     lam : float
     """
-    _, _, d, Bz = _skfd_parts(X, y, Z, kernel, mu)
+    X = check_array(X, "X")
+    _, _, d, Bz = _skfd_parts(X, y, _check_Z(Z, X.shape[1]), kernel, mu)
     return _skfd_solve(d, Bz)
 
 
@@ -719,6 +721,12 @@ def skfd_gradient(X, y, Z, kernel, mu, beta, lam):
 
 def skfd_optimize(X, y, Z0, kernel, mu, *, max_iter=100, tol=1e-6, callback=None):
     """Minimise the SKFD marginal function over ``Z`` with L-BFGS (appendix A)."""
+    if not kernel.is_psd:
+        raise ValueError(
+            "Sparse KFD needs a positive semi-definite kernel (B^z = within-class scatter + "
+            f"mu K^z must be positive definite, eq. 49); {kernel!r} is not.")
+    X = check_array(X, "X")
+    Z0 = _check_Z(Z0, X.shape[1], "Z0")
     y = np.asarray(y, dtype=float)
 
     def fun(Z):
@@ -732,10 +740,10 @@ def _check_C(C, owner):
     return check_scalar(C, "C", owner, lower=0.0, lower_inclusive=False)
 
 
-def _check_Z(Z, n_features):
-    Z = check_array(Z, "Z")
+def _check_Z(Z, n_features, name="Z"):
+    Z = check_array(Z, name)
     if Z.shape[1] != n_features:
-        raise ValueError(f"Z has {Z.shape[1]} features, but X has {n_features}.")
+        raise ValueError(f"{name} has {Z.shape[1]} features, but X has {n_features}.")
     return Z
 
 
@@ -750,10 +758,12 @@ def full_svm_expansion(X, y, kernel, C, *, tol=1e-5):
     from .kernels import RBF
 
     y = np.asarray(y)
+    max_iter = max(10**6, 100 * X.shape[0])  # libsvm may never stop on badly scaled kernels
     if isinstance(kernel, RBF):
-        svc = SVC(kernel="rbf", gamma=kernel.gamma, C=C, tol=tol, cache_size=500).fit(X, y)
+        svc = SVC(kernel="rbf", gamma=kernel.gamma, C=C, tol=tol, cache_size=500,
+                  max_iter=max_iter).fit(X, y)
     else:
-        svc = SVC(kernel="precomputed", C=C, tol=tol).fit(kernel(X), y)
+        svc = SVC(kernel="precomputed", C=C, tol=tol, max_iter=max_iter).fit(kernel(X), y)
     # scikit-learn's binary dual_coef_ is alpha_i y_i with y = +1 for classes_[1].
     return KernelExpansion(X[svc.support_], svc.dual_coef_[0], kernel, float(svc.intercept_[0]))
 

@@ -120,24 +120,24 @@ def _check_expansion(expansion, owner):
     return X, G, not expansion.is_multioutput
 
 
-def _check_z0(z0, n_outputs, n_features, owner):
+def _check_z0(z0, n_outputs, n_features, owner, name="z0"):
     if z0 is None:
         return None
-    z0 = check_array(z0, "z0", ndim=None, dtype=np.float64)
+    z0 = check_array(z0, name, ndim=None, dtype=np.float64)
     if z0.ndim == 1:
         if z0.shape[0] != n_features:
             raise ValueError(
-                f"z0 has {z0.shape[0]} features, but the expansion has {n_features} features."
+                f"{name} has {z0.shape[0]} features, but the expansion has {n_features} features."
             )
         z0 = np.broadcast_to(z0, (n_outputs, n_features))
     elif z0.ndim == 2:
         if z0.shape != (n_outputs, n_features):
             raise ValueError(
-                f"z0 must have shape (n_features,) = ({n_features},) or (n_outputs, n_features) = "
-                f"{(n_outputs, n_features)}; got {z0.shape}."
+                f"{name} must have shape (n_features,) = ({n_features},) or (n_outputs, "
+                f"n_features) = {(n_outputs, n_features)}; got {z0.shape}."
             )
     else:
-        raise ValueError(f"z0 must be 1-D or 2-D; got shape {z0.shape} in {owner}.")
+        raise ValueError(f"{name} must be 1-D or 2-D; got shape {z0.shape} in {owner}.")
     return np.array(z0, dtype=np.float64)
 
 
@@ -226,7 +226,7 @@ def preimage_objective(expansion, Z):
         (eq. 41).
     """
     X, G, single = _check_expansion(expansion, "preimage_objective")
-    Z = _check_z0(Z, G.shape[1], X.shape[1], "preimage_objective")
+    Z = _check_z0(Z, G.shape[1], X.shape[1], "preimage_objective", name="Z")
     out = _evaluate(expansion.kernel, X, G, Z, _norm2(expansion.kernel, X, G))
     if single:
         return tuple(float(a[0]) for a in out)
@@ -663,4 +663,5 @@ def preimage(expansion, method="auto", **kwargs):
     X, G, _ = _check_expansion(expansion, "preimage")
     n_iter = np.where(take, refined.n_iter, exact.n_iter)
     conv = np.where(take, refined.converged, exact.converged)
-    return _finish(kernel, X, G, False, Z, n_iter, conv, norm2, "exact+gradient")
+    # the solvers' ||Psi||^2 (clipped at 0), so rho/objective match preimage_objective
+    return _finish(kernel, X, G, False, Z, n_iter, conv, _norm2(kernel, X, G), "exact+gradient")

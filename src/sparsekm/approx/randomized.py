@@ -561,6 +561,18 @@ def quantize_gram(X, kernel="precomputed", random_state=None, *, b=None, block_s
 
 
 # -- error analysis (Theorems 1-3) -----------------------------------------------------
+def _check_finite_matrix(A, name):
+    """Dense arrays and sparse matrices must be finite (operators are taken on trust)."""
+    if isinstance(A, scipy.sparse.linalg.LinearOperator):
+        return A
+    if scipy.sparse.issparse(A):
+        if not np.isfinite(A.data).all():
+            raise ValueError(f"{name} contains NaN or infinity; sparsekm needs finite values "
+                             f"in {name}.")
+        return A
+    return check_array(A, name)
+
+
 def _as_operator(A):
     if isinstance(A, scipy.sparse.linalg.LinearOperator):
         return A
@@ -596,6 +608,7 @@ def gram_error_norm(K_hat, K=None, *, X=None, kernel=None, tol=1e-6, random_stat
     """
     if (K is None) == (X is None or kernel is None):
         raise ValueError("gram_error_norm needs either K, or both X and kernel (not both).")
+    K_hat = _check_finite_matrix(K_hat, "K_hat")
     m = K_hat.shape[0]
     if K_hat.shape != (m, m):
         raise ValueError(f"K_hat must be square; got shape {K_hat.shape}.")
@@ -834,6 +847,7 @@ def orthogonal_iteration(A, n_components, *, max_iter=1000, tol=1e-7, n_oversamp
     converged : bool
         ``False`` (with a ``ConvergenceWarning``) when ``max_iter`` was reached.
     """
+    A = _check_finite_matrix(A, "A")
     m = A.shape[0]
     if A.shape != (m, m):
         raise ValueError(f"A must be square; got shape {A.shape}.")

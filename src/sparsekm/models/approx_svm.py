@@ -40,6 +40,8 @@ def svc_precomputed(K, y, C, *, tol=1e-3, max_iter=-1):
         ``alpha_i y_i``.
     intercept : float
     """
+    if max_iter == -1:  # libsvm may never stop on badly scaled kernels (values ~1e24)
+        max_iter = max(10**6, 100 * K.shape[0])
     svc = SVC(C=C, kernel="precomputed", tol=tol, max_iter=max_iter).fit(K, y)
     return svc.support_, svc.dual_coef_[0].copy(), float(svc.intercept_[0])
 
@@ -80,6 +82,14 @@ def linear_svm_on_coordinates(Gamma, y, C, *, solver="smo", tol=1e-3, max_iter=-
                         max_iter=max(20000, max_iter), random_state=random_state).fit(Gamma, y)
         return svm.coef_[0].copy(), float(svm.intercept_[0]), None, None
     raise ValueError(f"solver must be one of {_SOLVERS}; got {solver!r}.")
+
+
+def _check_basis_not_empty(basis, owner):
+    if basis.n_basis_ == 0:
+        raise ValueError(
+            f"{owner}: the greedy basis is empty, every residual k(x, x) is below "
+            f"tol={basis.tol!r} (kernel values are tiny at this input scale). Lower tol or "
+            "rescale X.")
 
 
 @register
@@ -174,6 +184,7 @@ class ApproxSVC(BinaryExpansionClassifier):
             basis.basis_indices_ = sv[basis.basis_indices_]
             Gamma = basis.transform(X)
             extra += n * basis.n_basis_
+        _check_basis_not_empty(basis, "ApproxSVC")
         w, b, support, n_dot = linear_svm_on_coordinates(Gamma, ys, C, solver=self.solver,
                                                          random_state=self.random_state)
         coef = solve_triangular(basis.cholesky_.T, w, lower=False, check_finite=False)

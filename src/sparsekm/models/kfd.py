@@ -35,6 +35,7 @@ from ..expansion import KernelExpansion
 from ..persistence import register
 from ..utils.validation import check_scalar
 from ._base import BinaryExpansionClassifier, binary_targets, resolve_n_basis
+from .approx_svm import _check_basis_not_empty
 
 __all__ = ["KernelFisherDiscriminant", "ApproxKFD", "fisher_scatter", "kfd_solve", "kfd_path"]
 
@@ -221,6 +222,7 @@ class ApproxKFD(BinaryExpansionClassifier):
         basis = GreedyBasis(n_basis=m, tol=self.tol, kernel=self.kernel_, init=self.init,
                             random_state=self.random_state)
         Gamma = basis.fit_transform(X)
+        _check_basis_not_empty(basis, "ApproxKFD")
         coef, b = approx_kfd_fit(Gamma, basis.cholesky_, ys, C)
         self.basis_ = basis
         self.coef_ = coef

@@ -160,6 +160,7 @@ class _ReducedSetBase(BaseEstimator):
             random_state=self.random_state)
 
     def _fitted_model(self, X, y, est):
+        # ``est`` is already resolved by fit (a multi-class SVC wrapped in one-vs-rest)
         if _is_fitted(est) and getattr(est, "n_features_in_", X.shape[1]) == X.shape[1]:
             return est
         return clone(est).fit(X, y)

@@ -250,6 +250,7 @@ def optimal_threshold(scores, y, *, b0=0.0):
         Minimises the number of training errors of ``sign(scores + b)``; the middle
         of the best interval.
     """
+    scores = check_array(scores, "scores", ndim=1)
     return _binary_threshold(scores, y, b0)
 
 
@@ -291,6 +292,8 @@ def refit_intercept(expansion, X, y, *, method="per-output", classes=None, max_s
         raise ValueError(
             f"y must be 1-D with one label per row of X ({X.shape[0]}); got shape {y.shape}."
         )
+    if y.dtype.kind in "fc" and not np.isfinite(y).all():
+        raise ValueError("y contains NaN or infinity; class labels must be finite.")
     if method not in ("per-output", "joint"):
         raise ValueError(f"method must be 'per-output' or 'joint'; got {method!r}.")
     F = expansion.decision_function(X) - np.asarray(expansion.intercept)

@@ -114,7 +114,9 @@ def select_kpca(expansion, n_vectors, *, refit=True):
     path = []
     while idx.size > n_vectors:
         lam, V = linalg.eigh(K[np.ix_(idx, idx)], check_finite=False, driver="evd")
-        lam = np.maximum(lam, 0.0)
+        # Floor at eps * lambda_max, not 0: among (numerically) null directions the
+        # vector with the largest |gamma_n^i| is removed, not one whose entry is noise.
+        lam = np.maximum(lam, np.finfo(float).eps * max(float(lam[-1]), 0.0))
         a2 = np.einsum("ij,ij->i", cur, cur)
         with np.errstate(divide="ignore", invalid="ignore"):
             R = a2[:, None] / (V * V) * lam[None, :]
