@@ -649,6 +649,82 @@ def test_randomized_rounding_finite_and_unbiased_when_exact(psi, s):
                                    rtol=1e-10, atol=1e-10)
 
 
+@st.composite
+def point_sets(draw):
+    """(X, kernel) with duplicated / identical / constant rows, several scales and dtypes."""
+    n = draw(st.sampled_from([1, 2, 3, 6, 10]))
+    d = draw(st.sampled_from([1, 2, 3]))
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    kernel = draw(st.sampled_from(FUNCTION_KERNELS))
+    huge = isinstance(kernel, RBF) and kernel.gamma > 1e6
+    X = rng.normal(size=(n, d)) * draw(st.sampled_from([1e-6, 1e-3] if huge
+                                                        else [1e-6, 1e-3, 1.0, 1e2]))
+    shape = draw(st.sampled_from(["plain", "plain", "duplicates", "identical", "zero"]))
+    if shape == "duplicates":
+        X = X[rng.integers(0, max(1, n // 2), size=n)]
+    elif shape == "identical":
+        X[:] = X[0]
+    elif shape == "zero":
+        X[:] = 0.0
+    return X.astype(draw(st.sampled_from([np.float64, np.float32]))), kernel
+
+
+@settings(max_examples=80 * SCALE, **SETTINGS)
+@given(data=point_sets(), m=st.sampled_from([1, 3, 20]), tol=st.sampled_from([0.0, 1e-3]))
+def test_greedy_basis_and_gram_sampling_finite(data, m, tol):
+    X, kernel = data
+    out = clear_error_or(lambda: greedy_basis(X, kernel, m, tol=tol, random_state=0))
+    if out is not None:  # (only a non-PSD kernel is refused)
+        idx, Gamma, se = out
+        assert_finite(Gamma, "Gamma")
+        assert len(idx) <= min(m, X.shape[0]) and np.all(se >= 0)
+        # se(x) = k(x, x) - ||gamma(x)||^2 (section 3), within rounding of k(x, x)
+        kd = np.asarray(kernel.diag(X), dtype=np.float64)
+        scale = np.abs(kd).max() + 1e-300
+        tol_se = (1e-4 if X.dtype == np.float32 else 1e-9) * scale
+        np.testing.assert_allclose(se, np.maximum(kd - np.einsum("ij,ij->i", Gamma, Gamma), 0.0),
+                                   atol=tol_se)
+    else:
+        assert not kernel.is_psd
+    K_hat = clear_error_or(lambda: sparsify_gram(X, kernel, 2.0, random_state=0))
+    if K_hat is not None:
+        dense = K_hat.toarray()
+        assert_finite(dense, "K_hat")
+        np.testing.assert_array_equal(dense, dense.T)
+        err = gram_error_norm(K_hat, np.asarray(kernel(X), dtype=np.float64))
+        assert np.isfinite(err) and err >= 0
+    Q = clear_error_or(lambda: quantize_gram(X, kernel, random_state=0))
+    if Q is not None:  # only an identically zero Gram matrix is refused
+        dense = Q.toarray()
+        assert_finite(dense, "quantized K")
+        np.testing.assert_allclose(np.abs(dense), Q.b)
+    else:
+        assert not np.any(kernel(X))
+
+
+@settings(max_examples=60 * SCALE, **SETTINGS)
+@given(data=point_sets(), n_z=st.sampled_from([1, 2, 4]), C=st.sampled_from([1e-3, 1.0, 1e3]),
+       features=st.sampled_from(["whitened", "empirical"]))
+def test_fixed_z_svm_finite_and_weakly_dual(data, n_z, C, features):
+    X, kernel = data
+    X = X.astype(np.float64)
+    n = X.shape[0]
+    y = np.where(np.arange(n) % 2 == 0, -1.0, 1.0)
+    if n < 2:
+        return
+    Z = X[np.arange(n_z) % n]  # may repeat rows: K^z singular
+    sol = clear_error_or(lambda: direct.fixed_z_svm(X, y, Z, kernel, C, features=features,
+                                                    on_singular="pinv"))
+    if sol is None:
+        return
+    for value in (sol.W, sol.primal, sol.intercept):
+        assert np.isfinite(value)
+    assert_finite(sol.beta, "beta")
+    assert np.all(sol.alpha >= -1e-12) and np.all(sol.alpha <= C * (1 + 1e-9))
+    # weak duality: the dual optimum never exceeds the primal objective
+    assert sol.W <= sol.primal + 1e-6 * max(1.0, abs(sol.primal))
+
+
 # -- regression tests for the fixes made while writing these tests --------------------------
 
 
@@ -808,3 +884,9 @@ def test_rbf_cross_gram_precision_limit():
     x = np.array([[189.05338179353308], [-522.7484414807474], [1234.567891]])
     # computed k(x, x) = 1 - O(gamma eps ||x||^2): 0.992 and 0.939 instead of 1
     np.testing.assert_allclose(np.diag(RBF(1e8)(x, x.copy())), 1.0, atol=1e-6)
+
+
+def test_greedy_basis_function_rejects_a_non_psd_kernel():
+    # like GreedyBasis: with k(x, x) < 0 the residuals se(x) were negative and no basis chosen
+    with pytest.raises(ValueError, match="greedy_basis needs a positive semi-definite kernel"):
+        greedy_basis(np.ones((3, 1)) * 1e-7, Sigmoid(0.5, -1.0), 1)
