@@ -22,6 +22,7 @@ outcome table in ``docs/robustness.md`` is :data:`EXPECTED` below.
 from __future__ import annotations
 
 import inspect
+import os
 import re
 import warnings
 from collections.abc import Callable
@@ -100,7 +101,10 @@ UNHELPFUL = re.compile(
     r"has no attribute|unsupported operand|resolution failed|^X is empty \(shape \(0,"
 )
 
-SETTINGS = dict(deadline=None, derandomize=True, database=None,
+# SPARSEKM_ROBUSTNESS_SCALE=10 runs 10x the examples with fresh random draws (a deeper
+# search, minutes); the default is a fixed, derandomized sample that runs in seconds.
+SCALE = int(os.environ.get("SPARSEKM_ROBUSTNESS_SCALE", "1"))
+SETTINGS = dict(deadline=None, derandomize=SCALE == 1, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
@@ -278,7 +282,7 @@ def problems(draw):
 
 
 @pytest.mark.parametrize("name", sorted(SPECS))
-@settings(max_examples=100, **SETTINGS)
+@settings(max_examples=100 * SCALE, **SETTINGS)
 @given(problem=problems())
 def test_estimator_on_random_data_is_finite_or_clear_error(name, problem):
     X, y, kernel, big = problem
@@ -529,7 +533,11 @@ def expansions(draw, max_outputs=1):
     n = draw(st.integers(0, 8))
     d = draw(st.integers(1, 3))
     rng = np.random.default_rng(draw(st.integers(0, 2**16)))
-    scale = draw(st.sampled_from([1e-6, 1e-3, 1.0, 1e3]))
+    kernel = draw(st.sampled_from(FUNCTION_KERNELS))
+    # RBF(1e8) only where gamma ||x||^2 stays below ~1e3: beyond, GEMM squared distances
+    # cannot resolve the kernel (see test_rbf_cross_gram_precision_limit)
+    huge = isinstance(kernel, RBF) and kernel.gamma > 1e6
+    scale = draw(st.sampled_from([1e-6, 1e-3] if huge else [1e-6, 1e-3, 1.0, 1e3]))
     V = rng.normal(size=(n, d)) * scale
     n_out = draw(st.integers(1, max_outputs))
     coef = rng.normal(size=(n, n_out)) * draw(st.sampled_from([1e-6, 1.0, 1e6]))
@@ -544,9 +552,17 @@ def expansions(draw, max_outputs=1):
         coef[1] = -coef[0]
     elif degenerate == "zero_output":
         coef[:, 0] = 0.0
-    kernel = draw(st.sampled_from(FUNCTION_KERNELS))
     coef = coef if n_out > 1 else coef[:, 0]
     return KernelExpansion(V, coef, kernel, intercept=0.25)
+
+
+def _magnitude(psi):
+    """``(sum_i |alpha_i| sqrt(k(x_i, x_i)))^2`` per output: the rounding scale of ||Psi||^2."""
+    if psi.n_terms == 0:
+        return np.zeros(psi.n_outputs)
+    a = np.abs(np.asarray(psi.coef, dtype=np.float64)).reshape(psi.n_terms, -1)
+    kd = np.sqrt(np.abs(np.asarray(psi.kernel.diag(psi.vectors), dtype=np.float64)))
+    return (kd @ a) ** 2
 
 
 def _check_reduction(psi, res):
@@ -556,15 +572,16 @@ def _check_reduction(psi, res):
     assert_finite(red.vectors, "vectors")
     assert_finite(res.objective, "objective")
     norm2 = np.atleast_1d(psi.norm2())
-    scale = 1.0 + np.abs(norm2)
+    tol = 1e-9 * np.maximum(_magnitude(psi), _magnitude(red)) + 1e-12
     err = np.atleast_1d(approximation_error(psi, red))
     np.testing.assert_allclose(np.atleast_1d(res.objective), np.maximum(err, 0.0),
-                               atol=1e-6 * scale.max(), rtol=1e-5)
+                               atol=tol.max(), rtol=1e-5)
     # Proposition 8 never does worse than Psi' = 0
-    assert np.all(np.atleast_1d(res.objective) <= norm2 + 1e-7 * scale)
+    assert np.all(np.atleast_1d(res.objective) <= norm2 + tol)
+    return tol
 
 
-@settings(max_examples=120, **SETTINGS)
+@settings(max_examples=120 * SCALE, **SETTINGS)
 @given(psi=expansions(max_outputs=2), n_vectors=st.integers(1, 10),
        method=st.sampled_from(["construct", "construct+refine", "select-kpca", "select-l1"]))
 def test_reduced_set_methods_finite_and_exact(psi, n_vectors, method):
@@ -579,27 +596,27 @@ def test_reduced_set_methods_finite_and_exact(psi, n_vectors, method):
     if res is None:  # the only expected errors: a non-PSD kernel, an empty expansion
         assert not psi.kernel.is_psd or psi.n_terms == 0
         return
-    _check_reduction(psi, res)
+    tol = _check_reduction(psi, res)
     if method.startswith("construct") and n_vectors >= psi.n_terms:
-        np.testing.assert_allclose(res.objective, 0.0, atol=1e-9)
+        np.testing.assert_allclose(res.objective, 0.0, atol=tol.max())
 
 
-@settings(max_examples=60, **SETTINGS)
+@settings(max_examples=60 * SCALE, **SETTINGS)
 @given(psi=expansions())
 def test_exact_reduction_and_refine_finite(psi):
     res = clear_error_or(lambda: exact_reduction(psi))
     if res is not None:
-        _check_reduction(psi, res)
-        np.testing.assert_allclose(res.objective, 0.0, atol=1e-6 * (1 + abs(psi.norm2())))
+        tol = _check_reduction(psi, res)
+        np.testing.assert_allclose(res.objective, 0.0, atol=1e3 * tol.max())
     start = clear_error_or(lambda: construct(psi, 2, n_init=1, max_iter=20, random_state=0))
     if start is not None and start.expansion.n_terms:
         ref = clear_error_or(lambda: refine(psi, start.expansion, max_iter=20))
         if ref is not None:
-            _check_reduction(psi, ref)
-            assert ref.objective <= start.objective + 1e-9 * (1 + abs(psi.norm2()))
+            tol = _check_reduction(psi, ref)
+            assert ref.objective <= start.objective + tol.max()
 
 
-@settings(max_examples=120, **SETTINGS)
+@settings(max_examples=120 * SCALE, **SETTINGS)
 @given(psi=expansions(max_outputs=2),
        solver=st.sampled_from(["auto", "fixed-point", "gradient", "exact"]))
 def test_preimages_finite_and_consistent(psi, solver):
@@ -618,7 +635,7 @@ def test_preimages_finite_and_consistent(psi, solver):
         assert np.all(np.asarray(res.objective) <= np.asarray(psi.norm2()) * (1 + 1e-9) + 1e-12)
 
 
-@settings(max_examples=60, **SETTINGS)
+@settings(max_examples=60 * SCALE, **SETTINGS)
 @given(psi=expansions(max_outputs=2), s=st.sampled_from([1e-3, 0.5, 2.0, 1e6]))
 def test_randomized_rounding_finite_and_unbiased_when_exact(psi, s):
     out = randomized_rounding(psi, s, random_state=0)
@@ -630,6 +647,82 @@ def test_randomized_rounding_finite_and_unbiased_when_exact(psi, s):
     if psi.n_terms and a[a > 0].size and s >= 1.0 / a[a > 0].min():
         np.testing.assert_allclose(out.decision_function(X), psi.decision_function(X),
                                    rtol=1e-10, atol=1e-10)
+
+
+@st.composite
+def point_sets(draw):
+    """(X, kernel) with duplicated / identical / constant rows, several scales and dtypes."""
+    n = draw(st.sampled_from([1, 2, 3, 6, 10]))
+    d = draw(st.sampled_from([1, 2, 3]))
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    kernel = draw(st.sampled_from(FUNCTION_KERNELS))
+    huge = isinstance(kernel, RBF) and kernel.gamma > 1e6
+    X = rng.normal(size=(n, d)) * draw(st.sampled_from([1e-6, 1e-3] if huge
+                                                        else [1e-6, 1e-3, 1.0, 1e2]))
+    shape = draw(st.sampled_from(["plain", "plain", "duplicates", "identical", "zero"]))
+    if shape == "duplicates":
+        X = X[rng.integers(0, max(1, n // 2), size=n)]
+    elif shape == "identical":
+        X[:] = X[0]
+    elif shape == "zero":
+        X[:] = 0.0
+    return X.astype(draw(st.sampled_from([np.float64, np.float32]))), kernel
+
+
+@settings(max_examples=80 * SCALE, **SETTINGS)
+@given(data=point_sets(), m=st.sampled_from([1, 3, 20]), tol=st.sampled_from([0.0, 1e-3]))
+def test_greedy_basis_and_gram_sampling_finite(data, m, tol):
+    X, kernel = data
+    out = clear_error_or(lambda: greedy_basis(X, kernel, m, tol=tol, random_state=0))
+    if out is not None:  # (only a non-PSD kernel is refused)
+        idx, Gamma, se = out
+        assert_finite(Gamma, "Gamma")
+        assert len(idx) <= min(m, X.shape[0]) and np.all(se >= 0)
+        # se(x) = k(x, x) - ||gamma(x)||^2 (section 3), within rounding of k(x, x)
+        kd = np.asarray(kernel.diag(X), dtype=np.float64)
+        scale = np.abs(kd).max() + 1e-300
+        tol_se = (1e-4 if X.dtype == np.float32 else 1e-9) * scale
+        np.testing.assert_allclose(se, np.maximum(kd - np.einsum("ij,ij->i", Gamma, Gamma), 0.0),
+                                   atol=tol_se)
+    else:
+        assert not kernel.is_psd
+    K_hat = clear_error_or(lambda: sparsify_gram(X, kernel, 2.0, random_state=0))
+    if K_hat is not None:
+        dense = K_hat.toarray()
+        assert_finite(dense, "K_hat")
+        np.testing.assert_array_equal(dense, dense.T)
+        err = gram_error_norm(K_hat, np.asarray(kernel(X), dtype=np.float64))
+        assert np.isfinite(err) and err >= 0
+    Q = clear_error_or(lambda: quantize_gram(X, kernel, random_state=0))
+    if Q is not None:  # only an identically zero Gram matrix is refused
+        dense = Q.toarray()
+        assert_finite(dense, "quantized K")
+        np.testing.assert_allclose(np.abs(dense), Q.b)
+    else:
+        assert not np.any(kernel(X))
+
+
+@settings(max_examples=60 * SCALE, **SETTINGS)
+@given(data=point_sets(), n_z=st.sampled_from([1, 2, 4]), C=st.sampled_from([1e-3, 1.0, 1e3]),
+       features=st.sampled_from(["whitened", "empirical"]))
+def test_fixed_z_svm_finite_and_weakly_dual(data, n_z, C, features):
+    X, kernel = data
+    X = X.astype(np.float64)
+    n = X.shape[0]
+    y = np.where(np.arange(n) % 2 == 0, -1.0, 1.0)
+    if n < 2:
+        return
+    Z = X[np.arange(n_z) % n]  # may repeat rows: K^z singular
+    sol = clear_error_or(lambda: direct.fixed_z_svm(X, y, Z, kernel, C, features=features,
+                                                    on_singular="pinv"))
+    if sol is None:
+        return
+    for value in (sol.W, sol.primal, sol.intercept):
+        assert np.isfinite(value)
+    assert_finite(sol.beta, "beta")
+    assert np.all(sol.alpha >= -1e-12) and np.all(sol.alpha <= C * (1 + 1e-9))
+    # weak duality: the dual optimum never exceeds the primal objective
+    assert sol.W <= sol.primal + 1e-6 * max(1.0, abs(sol.primal))
 
 
 # -- regression tests for the fixes made while writing these tests --------------------------
@@ -782,3 +875,18 @@ def test_sparse_kfd_rejects_a_non_psd_kernel():
     X = np.array([[0.12573022], [-0.13210486], [0.64042265]])
     with pytest.raises(ValueError, match="Sparse KFD needs a positive semi-definite kernel"):
         SparseKFD(n_vectors=2, kernel=Sigmoid(0.5, -1.0), init="random").fit(X, [0, 1, 0])
+
+
+@pytest.mark.xfail(strict=True, reason="known limitation (docs/robustness.md): GEMM squared "
+                   "distances lose eps*||x||^2, so with gamma*||x||^2 >~ 1e12 a cross-Gram "
+                   "k(x, x) is not 1")
+def test_rbf_cross_gram_precision_limit():
+    x = np.array([[189.05338179353308], [-522.7484414807474], [1234.567891]])
+    # computed k(x, x) = 1 - O(gamma eps ||x||^2): 0.992 and 0.939 instead of 1
+    np.testing.assert_allclose(np.diag(RBF(1e8)(x, x.copy())), 1.0, atol=1e-6)
+
+
+def test_greedy_basis_function_rejects_a_non_psd_kernel():
+    # like GreedyBasis: with k(x, x) < 0 the residuals se(x) were negative and no basis chosen
+    with pytest.raises(ValueError, match="greedy_basis needs a positive semi-definite kernel"):
+        greedy_basis(np.ones((3, 1)) * 1e-7, Sigmoid(0.5, -1.0), 1)

@@ -217,6 +217,7 @@ def greedy_basis(X, kernel, n_basis, *, tol=1e-3, init="random", pivoting="greed
     X = _check_X(X)
     if not isinstance(kernel, Kernel):
         raise TypeError(f"kernel must be a sparsekm.kernels.Kernel; got {type(kernel).__name__}.")
+    kernel = _checked_kernel(kernel, X, "greedy_basis")  # se(x) >= 0 needs a PSD kernel
     rng = check_random_state(random_state)
     first = _first_pivot(kernel, X, init, rng)
     piv, L, se, _ = pivoted_cholesky(X, kernel, n_basis, tol=tol, first=first,
