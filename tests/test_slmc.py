@@ -430,3 +430,16 @@ def test_solver_option_errors(moons):
     X, y = moons
     with pytest.raises(ValueError, match="solver must be 'auto' or 'libsvm'"):
         direct.fixed_z_svm(X, y, X[:3], RBF(1.0), 1.0, solver="smo")
+
+
+def test_fixed_z_svm_identical_points_falls_back_cleanly():
+    """All rows identical: the interior-point step degenerates; the solver falls back."""
+    import warnings
+
+    X = np.full((3, 1), 12.57302211)
+    y = np.array([-1.0, 1.0, -1.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        sol = direct.fixed_z_svm(X, y, X[:1], Polynomial(2, 1.0), 1e-3, features="empirical",
+                                 on_singular="pinv")
+    assert np.isfinite(sol.W) and sol.W <= sol.primal + 1e-9

@@ -366,6 +366,10 @@ def _ipm_svm(F, y, C, *, tol=1e-12, max_iter=80):
 
         Ma = solve(av)
         aMa = float(av @ Ma)
+        if not np.isfinite(aMa) or aMa <= 0.0:
+            # av in the range of H (e.g. all rows identical): the Woodbury solve cancels
+            # to 0; give up and let the caller fall back to libsvm
+            return None
 
         def newton(rxz, rws, x=x, xs=xs, z=z, s=s, rd=rd, rp=rp, Ma=Ma, aMa=aMa, solve=solve):
             Mr = solve(-rd + rxz / x - rws / xs)
