@@ -356,7 +356,6 @@ for _name in ("SparseLargeMarginClassifier", "SparseKFD", "RSVM", "ModifiedRSVM"
 for _name in ("KernelFisherDiscriminant", "ApproxKFD"):
     EXPECTED[_name]["identical_points"] = r"class means coincide"
     EXPECTED[_name]["conflicting_duplicates"] = r"class means coincide"
-EXPECTED["ApproxSVC"]["identical_points"] = None
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -572,7 +571,9 @@ def _check_reduction(psi, res):
     assert_finite(red.vectors, "vectors")
     assert_finite(res.objective, "objective")
     norm2 = np.atleast_1d(psi.norm2())
-    tol = 1e-9 * np.maximum(_magnitude(psi), _magnitude(red)) + 1e-12
+    # rounding of ||Psi||^2 - beta^T K^zx alpha grows with the conditioning of K^z
+    # (RBF(1e-8): nearly all-ones Gram): 1e-7 relative to the terms' magnitude
+    tol = 1e-7 * np.maximum(_magnitude(psi), _magnitude(red)) + 1e-12
     err = np.atleast_1d(approximation_error(psi, red))
     np.testing.assert_allclose(np.atleast_1d(res.objective), np.maximum(err, 0.0),
                                atol=tol.max(), rtol=1e-5)
@@ -607,7 +608,7 @@ def test_exact_reduction_and_refine_finite(psi):
     res = clear_error_or(lambda: exact_reduction(psi))
     if res is not None:
         tol = _check_reduction(psi, res)
-        np.testing.assert_allclose(res.objective, 0.0, atol=1e3 * tol.max())
+        np.testing.assert_allclose(res.objective, 0.0, atol=10 * tol.max())
     start = clear_error_or(lambda: construct(psi, 2, n_init=1, max_iter=20, random_state=0))
     if start is not None and start.expansion.n_terms:
         ref = clear_error_or(lambda: refine(psi, start.expansion, max_iter=20))
