@@ -534,7 +534,7 @@ def expansions(draw, max_outputs=1):
     rng = np.random.default_rng(draw(st.integers(0, 2**16)))
     kernel = draw(st.sampled_from(FUNCTION_KERNELS))
     # RBF(1e8) only where gamma ||x||^2 stays below ~1e3: beyond, GEMM squared distances
-    # cannot resolve the kernel (see test_rbf_cross_gram_precision_limit)
+    # cannot resolve the kernel (see docs/robustness.md, "RBF with gamma * ||x||^2")
     huge = isinstance(kernel, RBF) and kernel.gamma > 1e6
     scale = draw(st.sampled_from([1e-6, 1e-3] if huge else [1e-6, 1e-3, 1.0, 1e3]))
     V = rng.normal(size=(n, d)) * scale
