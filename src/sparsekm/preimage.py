@@ -48,6 +48,7 @@ from sklearn.utils import check_random_state
 
 from .expansion import KernelExpansion
 from .kernels import Kernel, Linear, Polynomial, Sigmoid
+from .kernels import _sqdist as _engine_sqdist
 from .utils.validation import check_array, check_scalar
 
 __all__ = [
@@ -162,12 +163,8 @@ def _row_step(n_cols):
 
 
 def _sqdist(A, B):
-    D = A @ B.T
-    D *= -2.0
-    D += np.einsum("ij,ij->i", A, A)[:, None]
-    D += np.einsum("ij,ij->i", B, B)[None, :]
-    np.maximum(D, 0.0, out=D)
-    return D
+    """Squared distances through the kernel engine's GEMM formula (one implementation)."""
+    return _engine_sqdist(A, B, np.einsum("ij,ij->i", A, A), np.einsum("ij,ij->i", B, B))
 
 
 def _inner_with_images(kernel, X, G, Z):

@@ -23,16 +23,14 @@ from __future__ import annotations
 import numpy as np
 from scipy import optimize
 
+from ..kernels import _sqdist as _engine_sqdist
+
 __all__ = ["one_term_shared", "shared_score"]
 
 
 def _sqdist(Y, y_sq, Z):
-    D = Y @ Z.T
-    D *= -2.0
-    D += y_sq[:, None]
-    D += np.einsum("ij,ij->i", Z, Z)[None, :]
-    np.maximum(D, 0.0, out=D)
-    return D
+    """Squared distances through the kernel engine's GEMM formula (one implementation)."""
+    return _engine_sqdist(Y, Z, y_sq, np.einsum("ij,ij->i", Z, Z))
 
 
 def shared_score(kernel, Y, G, Z):
