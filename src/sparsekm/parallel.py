@@ -1,37 +1,68 @@
-"""Evaluation beyond one machine's memory: dask arrays in, dask arrays out.
+"""Parallel and distributed work: dask arrays in, dask arrays out; joblib for fits.
 
-``pip install sparsekm[dask]``. Every row of a kernel machine's output depends on
-that row of the input only, so prediction and transformation of a
+``pip install sparsekm[dask]``. Two independent kinds of parallelism:
+
+**Row-wise evaluation of dask arrays.** Every row of a kernel machine's output
+depends on that row of the input only, so prediction and transformation of a
 ``dask.array.Array`` are a ``map_blocks`` over chunks of rows, with the model sent
 to the workers once (one graph key) rather than embedded in every task.
 
 * :func:`map_row_blocks` is the general tool: ``func(chunk, *shared, **kwargs)``
   for every row chunk;
-* :func:`apply_by_rows` is what an estimator's ``predict``/``transform`` calls
-  when it is given a dask array::
+* :func:`apply_by_rows` runs a fitted estimator's method over the row chunks;
+* :func:`dask_rowwise` decorates an estimator's row-wise method so that a dask
+  array goes through :func:`apply_by_rows` and anything else through the method::
 
+      @dask_rowwise
       def transform(self, X):
-          check_is_fitted(self)
-          if is_dask_array(X):
-              return apply_by_rows(self, "transform", X)
           ...
 
-:meth:`sparsekm.KernelExpansion.decision_function`,
-:class:`sparsekm.models.RandomizedKernelPCA` and
-:class:`sparsekm.approx.GreedyBasis` accept dask arrays this way. Nothing is
-computed until the caller asks (``.compute()``, ``.persist()``, ``da.store``);
-with a ``dask.distributed`` client the chunks run on its workers.
+:meth:`sparsekm.KernelExpansion.decision_function` and the ``predict``,
+``decision_function``, ``transform`` (and other row-wise) methods of every
+estimator in :mod:`sparsekm.models` and :mod:`sparsekm.approx` accept dask arrays
+this way. Nothing is computed until the caller asks (``.compute()``,
+``.persist()``, ``da.store``); with a ``dask.distributed`` client the chunks run on
+its workers::
+
+    >>> import dask.array as da  # doctest: +SKIP
+    >>> Xd = da.from_zarr("big.zarr")  # (n_samples, n_features), chunks of rows  # doctest: +SKIP
+    >>> labels = clf.predict(Xd)  # lazy dask array, one task per row chunk  # doctest: +SKIP
+    >>> labels.compute()  # or client.compute(labels)  # doctest: +SKIP
+
+**Independent problems through joblib.** :func:`parallel_map` runs a list of
+independent tasks through ``joblib.Parallel``: the per-output reductions of
+:func:`sparsekm.reduced_set.reduce_many` (and so the one-vs-rest reduction of
+:class:`~sparsekm.models.ReducedSetClassifier`), and the one-vs-rest problems of
+:class:`~sparsekm.models.SLMC`, :class:`~sparsekm.models.SparseKFD`,
+:class:`~sparsekm.models.RSVM`, :class:`~sparsekm.models.ModifiedRSVM` and
+:class:`~sparsekm.models.ModifiedRS` (their ``n_jobs`` parameter). All random
+numbers are drawn before the tasks are dispatched, so the result does not depend
+on ``n_jobs`` or the backend. joblib's ``dask`` backend sends the tasks to a
+``dask.distributed`` cluster::
+
+    >>> import joblib  # doctest: +SKIP
+    >>> from distributed import Client  # doctest: +SKIP
+    >>> client = Client("scheduler-address:8786")  # doctest: +SKIP
+    >>> with joblib.parallel_backend("dask"):  # doctest: +SKIP
+    ...     clf = ReducedSetClassifier(ovr_svm, n_vectors=25, n_jobs=-1).fit(X, y)
+
+Warnings raised inside the tasks (e.g. a singular ``K^z``) are re-issued in the
+calling process, so they are not lost in worker logs.
 
 dask is optional and imported only when a dask array is passed in.
 """
 
 from __future__ import annotations
 
+import functools
+import os
 import sys
+import uuid
+import warnings
 
 import numpy as np
 
-__all__ = ["is_dask_array", "map_row_blocks", "apply_by_rows"]
+__all__ = ["is_dask_array", "map_row_blocks", "apply_by_rows", "dask_rowwise", "parallel_map"]
 
 
 def is_dask_array(X):
@@ -129,3 +160,83 @@ def apply_by_rows(obj, method, X, *, n_outputs="infer", dtype=None):
         if dtype is None:
             dtype = probe.dtype
     return map_row_blocks(_call_method, X, obj, n_outputs=n_outputs, dtype=dtype, method=method)
+
+
+def dask_rowwise(method):
+    """Decorate a row-wise method ``method(self, X)`` to accept a dask array.
+
+    A ``dask.array.Array`` ``X`` gives ``apply_by_rows(self, method.__name__, X)``
+    (a lazy dask array with ``X``'s row chunks); any other input calls the method.
+    Only methods whose output row ``i`` depends on input row ``i`` alone (and not on
+    the chunking) may be decorated. Extra arguments are not supported with a dask
+    array.
+    """
+    name = method.__name__
+
+    @functools.wraps(method)
+    def wrapper(self, X, *args, **kwargs):
+        if is_dask_array(X):
+            if args or kwargs:
+                raise TypeError(f"{type(self).__name__}.{name} takes no further arguments when "
+                                "X is a dask array.")
+            return apply_by_rows(self, name, X)
+        return method(self, X, *args, **kwargs)
+
+    return wrapper
+
+
+#: Identifies this process: a task running here issues its warnings directly
+#: (``catch_warnings`` is not thread-safe, and threading backends run tasks here).
+_PROCESS_TOKEN = (os.getpid(), uuid.uuid4().hex)
+
+
+def _recording_warnings(func, args, caller):
+    if caller == _PROCESS_TOKEN:
+        return func(*args), []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = func(*args)
+    return out, [w.message for w in caught]
+
+
+def parallel_map(func, tasks, *, n_jobs=None):
+    """``[func(*args) for args in tasks]`` through ``joblib.Parallel``.
+
+    Parameters
+    ----------
+    func : callable
+        Picklable (a module-level function or a bound method of a picklable
+        object) for process- or cluster-based backends.
+    tasks : iterable of tuple
+        Positional arguments of each call.
+    n_jobs : int or None, default=None
+        joblib's ``n_jobs``: ``None`` is one job unless inside a
+        ``joblib.parallel_backend``/``parallel_config`` context (whose ``n_jobs``
+        then applies), ``-1`` all cores (or all workers of a dask cluster).
+
+    Returns
+    -------
+    list
+        The results in the order of ``tasks``. A single task runs in this
+        process.
+
+    Notes
+    -----
+    Warnings raised by a task in another process (loky, dask workers) are
+    recorded there and re-issued here, in task order, after all tasks have
+    finished; tasks that run in this process (``n_jobs=None``, threading
+    backends) issue them as usual.
+    """
+    from joblib import Parallel, delayed
+
+    tasks = [tuple(args) for args in tasks]
+    if len(tasks) <= 1:  # nothing to run side by side: no worker start-up, no transfers
+        return [func(*args) for args in tasks]
+    outputs = Parallel(n_jobs=n_jobs)(delayed(_recording_warnings)(func, args, _PROCESS_TOKEN)
+                                   for args in tasks)
+    results = []
+    for out, messages in outputs:
+        for message in messages:
+            warnings.warn(message, stacklevel=2)
+        results.append(out)
+    return results

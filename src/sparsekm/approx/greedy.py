@@ -31,7 +31,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from ..kernels import Kernel, resolve_kernel
-from ..parallel import apply_by_rows, is_dask_array
+from ..parallel import dask_rowwise
 from ..persistence import register
 from ..utils.validation import check_array, check_same_features, check_scalar
 
@@ -421,6 +421,7 @@ class GreedyBasis(TransformerMixin, BaseEstimator):
         Kxr = self.kernel_(X, self.basis_vectors_)
         return solve_triangular(self.cholesky_, Kxr.T, lower=True, check_finite=False).T
 
+    @dask_rowwise
     def transform(self, X):
         """Coordinates ``Gamma`` (eq. 3): ``gamma(x) = R^{-T} k_r(x)``; shape (n_samples, m).
 
@@ -428,18 +429,18 @@ class GreedyBasis(TransformerMixin, BaseEstimator):
         :mod:`sparsekm.parallel`).
         """
         check_is_fitted(self, "basis_vectors_")
-        if is_dask_array(X):
-            return apply_by_rows(self, "transform", X)
         X = _check_X(X)
         check_same_features(X, self.n_features_in_, owner="GreedyBasis")
         return self._coordinates(X)
 
+    @dask_rowwise
     def approximation_error(self, X):
         """Residual ``se(x) = ||Phi(x) - Phi(x)'||^2`` of each row of ``X`` (section 3)."""
         G = self.transform(X)
         se = self.kernel_.diag(_check_X(X)) - np.einsum("ij,ij->i", G, G)
         return np.maximum(se, 0.0)
 
+    @dask_rowwise
     def coefficients(self, X):
         """``beta(x) = K_r^{-1} k_r(x)`` of eq. 2, shape (n_samples, m)."""
         G = self.transform(X)

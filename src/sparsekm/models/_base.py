@@ -10,6 +10,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from ..approx.greedy import _check_X
+from ..parallel import dask_rowwise
 from ..utils.validation import check_same_features
 
 __all__ = ["BinaryExpansionClassifier", "resolve_n_basis", "binary_targets"]
@@ -54,13 +55,18 @@ class BinaryExpansionClassifier(ClassifierMixin, BaseEstimator):
         check_same_features(X, self.n_features_in_, owner=type(self).__name__)
         return X
 
+    @dask_rowwise
     def decision_function(self, X):
-        """``f(x) = sum_j coef_j k(x, z_j) + intercept``; positive means ``classes_[1]``."""
+        """``f(x) = sum_j coef_j k(x, z_j) + intercept``; positive means ``classes_[1]``.
+
+        A ``dask.array`` gives a dask array (see :mod:`sparsekm.parallel`).
+        """
         X = self._check_predict_input(X)
         return self.expansion_.decision_function(X)
 
+    @dask_rowwise
     def predict(self, X):
-        """Class labels ``classes_[f(x) > 0]``."""
+        """Class labels ``classes_[f(x) > 0]``; a dask array for a dask ``X``."""
         positive = self.decision_function(X) > 0
         return self.classes_[positive.astype(int)]
 

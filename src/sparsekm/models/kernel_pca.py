@@ -33,6 +33,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .. import persistence
 from ..expansion import KernelExpansion
 from ..kernels import resolve_kernel
+from ..parallel import dask_rowwise
 from ..preimage import _normalise_method, preimage
 from ..utils.validation import check_scalar
 
@@ -260,12 +261,14 @@ class KernelPCA(TransformerMixin, BaseEstimator):
         Kx += self.K_fit_all_
         return Kx
 
+    @dask_rowwise
     def transform(self, X):
         """Kernel PCA features ``beta_k = sum_i alpha_i^k k~(x_i, x)`` (eq. 36).
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like or dask.array.Array of shape (n_samples, n_features)
+            A dask array gives a dask array (see :mod:`sparsekm.parallel`).
 
         Returns
         -------
@@ -337,6 +340,12 @@ class KernelPCA(TransformerMixin, BaseEstimator):
         Returns
         -------
         ndarray of shape (n_samples, n_features)
+
+        Notes
+        -----
+        Not evaluated chunk by chunk for a dask array (it is converted to numpy):
+        the random starts of the pre-image solvers are drawn for all rows at once,
+        so splitting the rows would change the result.
         """
         check_is_fitted(self)
         _normalise_method(method, "KernelPCA.inverse_transform")

@@ -19,7 +19,7 @@ from ..approx.randomized import (
 )
 from ..expansion import KernelExpansion
 from ..kernels import resolve_kernel
-from ..parallel import apply_by_rows, is_dask_array
+from ..parallel import dask_rowwise
 from ..persistence import register
 from ..utils.validation import check_scalar
 
@@ -214,6 +214,7 @@ class RandomizedKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
         order = np.argsort(w)[::-1]
         return w[order], _fix_signs(V[:, order]), counter["n"]
 
+    @dask_rowwise
     def transform(self, X):
         """Features ``f_n(x) = lambda_n^{-1/2} sum_i alpha_i^n k(x_i, x)``.
 
@@ -227,8 +228,6 @@ class RandomizedKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
         ndarray (or dask array) of shape (n_samples, n_components)
         """
         check_is_fitted(self, "expansion_")
-        if is_dask_array(X):
-            return apply_by_rows(self, "transform", X)
         X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
         return self.expansion_.decision_function(X)
 

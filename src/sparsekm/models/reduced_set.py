@@ -17,20 +17,12 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import persistence
 from ..expansion import KernelExpansion
-from ..reduced_set import (
-    construct,
-    refit_intercept,
-    select_backward,
-    select_kpca,
-    select_l1,
-    select_l1_multi,
-)
-from ..reduced_set._base import ReducedSetResult
+from ..parallel import dask_rowwise
+from ..reduced_set import refit_intercept
+from ..reduced_set.reduction import _check_method, reduce_expansion
 from ..utils.validation import check_scalar
 
 __all__ = ["ReducedSetClassifier", "ReducedSetRegressor", "reduce_kernel_pca", "reduce_expansion"]
-
-_METHODS = ("construct", "construct+refine", "select-kpca", "select-backward", "select-l1")
 
 
 def _is_fitted(est):
@@ -43,107 +35,6 @@ def _is_fitted(est):
     return True
 
 
-def _check_method(method, owner):
-    if method not in _METHODS:
-        raise ValueError(
-            f"The 'method' parameter of {owner} must be one of {list(_METHODS)}. Got {method!r} "
-            "instead.")
-
-
-def _l1_multi_for_size(expansion, n_vectors, c, max_steps=14):
-    """``select_l1_multi`` with ``lam`` bisected (log scale) to keep at most ``n_vectors``."""
-    lo, hi = 1e-8, None
-    lam = 1.0
-    best = None
-    B0 = None
-    for _ in range(max_steps):
-        res = select_l1_multi(expansion, lam, c=c, B0=B0, max_iter=5000, tol=1e-6)
-        B0 = res.info["B_l1"]
-        n = res.expansion.n_terms
-        if n <= n_vectors:
-            if best is None or n > best.expansion.n_terms:
-                best = res
-            if n == n_vectors:
-                break
-            hi = lam
-        else:
-            lo = lam
-        lam = np.sqrt(lo * hi) if hi is not None else lam * 10.0
-    if best is None:
-        best = res
-    return best
-
-
-def reduce_expansion(expansion, n_vectors, *, method="construct", shared=False, c="inverse",
-                     lam=None, n_init=5, max_iter=200, refine_max_iter=300, n_sweeps=0,
-                     random_state=None):
-    """Approximate ``expansion`` with ``n_vectors`` terms by the named method.
-
-    The common entry point of the estimators (and of :func:`reduce_kernel_pca`).
-
-    Parameters
-    ----------
-    expansion : KernelExpansion
-    n_vectors : int
-        Vectors per output (``shared=False``) or in total (``shared=True``).
-    method : {"construct", "construct+refine", "select-kpca", "select-backward", "select-l1"}
-    shared : bool
-        Multi-output expansions: one shared set of vectors for all outputs
-        (section 5) or one set per output.
-    c : {"uniform", "inverse"}
-        Weights of the L1 selection (eq. 66/70).
-    lam : float, optional
-        L1 selection: fixed ``lambda`` instead of aiming at ``n_vectors``.
-    n_init, max_iter, refine_max_iter, n_sweeps, random_state
-        Passed to :func:`~sparsekm.reduced_set.construct`.
-
-    Returns
-    -------
-    ReducedSetResult
-    """
-    _check_method(method, "reduce_expansion")
-    if method in ("construct", "construct+refine"):
-        return construct(expansion, n_vectors, shared=shared, refine=method == "construct+refine",
-                         n_init=n_init, max_iter=max_iter, refine_max_iter=refine_max_iter,
-                         n_sweeps=n_sweeps, random_state=random_state)
-    multi = expansion.is_multioutput and expansion.n_outputs > 1
-    if multi and shared:
-        if method == "select-kpca":
-            return select_kpca(expansion, n_vectors)
-        if method == "select-backward":
-            return select_backward(expansion, n_vectors)
-        if lam is not None:
-            return select_l1_multi(expansion, lam, c=c)
-        return _l1_multi_for_size(expansion, n_vectors, c)
-    outputs = [expansion.output(k) for k in range(expansion.n_outputs)] if \
-        expansion.is_multioutput else [expansion]
-    results = []
-    for e in outputs:
-        e = e.compress()  # only this output's own vectors
-        if e.n_terms == 0:  # Psi = 0 (e.g. cancelling duplicates): exact with no vector
-            results.append(ReducedSetResult(e, 0.0, np.zeros(0), support=np.zeros(0, int),
-                                            norm2=0.0))
-        elif method == "select-kpca":
-            results.append(select_kpca(e, min(n_vectors, e.n_terms)))
-        elif method == "select-backward":
-            results.append(select_backward(e, min(n_vectors, e.n_terms)))
-        elif lam is not None:
-            results.append(select_l1(e, lam, c=c))
-        else:
-            results.append(select_l1(e, n_vectors=n_vectors, c=c))
-    if not expansion.is_multioutput:
-        return results[0]
-    Z = np.vstack([r.expansion.vectors for r in results])
-    coef = np.zeros((Z.shape[0], len(results)))
-    start = 0
-    for k, r in enumerate(results):
-        coef[start:start + r.expansion.n_terms, k] = r.expansion.coef
-        start += r.expansion.n_terms
-    red = KernelExpansion(Z, coef, expansion.kernel, expansion.intercept)
-    obj = np.array([r.objective for r in results])
-    return ReducedSetResult(red, obj, obj[None], norm2=np.array([r.norm2 for r in results]))
-
-
 class _ReducedSetBase(BaseEstimator):
     def _validate_common(self, owner):
         check_scalar(self.n_vectors, "n_vectors", owner, kind="int", lower=1)
@@ -152,12 +43,12 @@ class _ReducedSetBase(BaseEstimator):
             raise ValueError(
                 f"The 'shared' parameter of {owner} must be a bool. Got {self.shared!r} instead.")
 
-    def _reduce(self, expansion):
+    def _reduce(self, expansion, n_jobs=None):
         return reduce_expansion(
             expansion, self.n_vectors, method=self.method, shared=self.shared, c=self.c,
             lam=self.lam, n_init=self.n_init, max_iter=self.max_iter,
             refine_max_iter=self.refine_max_iter, n_sweeps=self.n_sweeps,
-            random_state=self.random_state)
+            random_state=self.random_state, n_jobs=n_jobs)
 
     def _fitted_model(self, X, y, est):
         # ``est`` is already resolved by fit (a multi-class SVC wrapped in one-vs-rest)
@@ -227,6 +118,12 @@ class ReducedSetClassifier(ClassifierMixin, _ReducedSetBase):
         :func:`~sparsekm.reduced_set.construct`). On USPS, 3 sweeps lowered the
         RS-25 error from 5.53 % to 5.13 %.
     random_state : int, RandomState instance or None, default=None
+    n_jobs : int or None, default=None
+        One-vs-rest with ``shared=False``: the binary classifiers are reduced in
+        parallel by :func:`~sparsekm.reduced_set.reduce_many` with this many joblib
+        jobs (``None``: one, unless inside a ``joblib.parallel_backend`` context;
+        ``-1``: all cores; ``joblib.parallel_backend("dask")`` runs them on a
+        ``dask.distributed`` cluster). The result does not depend on ``n_jobs``.
 
     Attributes
     ----------
@@ -266,7 +163,7 @@ class ReducedSetClassifier(ClassifierMixin, _ReducedSetBase):
 
     def __init__(self, estimator=None, n_vectors=25, method="construct", shared=False,
                  refit_intercept=True, c="inverse", lam=None, n_init=5, max_iter=200,
-                 refine_max_iter=300, n_sweeps=0, random_state=None):
+                 refine_max_iter=300, n_sweeps=0, random_state=None, n_jobs=None):
         self.estimator = estimator
         self.n_vectors = n_vectors
         self.method = method
@@ -279,6 +176,7 @@ class ReducedSetClassifier(ClassifierMixin, _ReducedSetBase):
         self.refine_max_iter = refine_max_iter
         self.n_sweeps = n_sweeps
         self.random_state = random_state
+        self.n_jobs = n_jobs
 
     def fit(self, X, y):
         """Fit (if needed) the SVM, reduce its expansion and re-fit the thresholds.
@@ -317,7 +215,7 @@ class ReducedSetClassifier(ClassifierMixin, _ReducedSetBase):
         self.classes_ = np.asarray(model.classes_)
         expansion = KernelExpansion.from_estimator(model)
         self.n_support_vectors_ = int(expansion.compress().n_terms)
-        res = self._reduce(expansion)
+        res = self._reduce(expansion, n_jobs=self.n_jobs)
         reduced = res.expansion
         if self.refit_intercept:
             method = "joint" if self.refit_intercept == "joint" else "per-output"
@@ -333,12 +231,14 @@ class ReducedSetClassifier(ClassifierMixin, _ReducedSetBase):
             float(res.relative_objective)
         return self
 
+    @dask_rowwise
     def decision_function(self, X):
         """Decision function of the reduced machine, ``sum_j beta_j k(x, z_j) + b``.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like or dask.array.Array of shape (n_samples, n_features)
+            A dask array gives a dask array (see :mod:`sparsekm.parallel`).
 
         Returns
         -------
@@ -346,12 +246,13 @@ class ReducedSetClassifier(ClassifierMixin, _ReducedSetBase):
         """
         return self._evaluate(X)
 
+    @dask_rowwise
     def predict(self, X):
         """Class labels: sign (binary) or argmax (one-vs-rest) of the reduced machine.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like or dask.array.Array of shape (n_samples, n_features)
 
         Returns
         -------
@@ -455,12 +356,13 @@ class ReducedSetRegressor(RegressorMixin, _ReducedSetBase):
         self.relative_objective_ = float(res.relative_objective)
         return self
 
+    @dask_rowwise
     def predict(self, X):
         """Predictions of the reduced machine.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like or dask.array.Array of shape (n_samples, n_features)
 
         Returns
         -------

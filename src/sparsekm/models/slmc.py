@@ -14,7 +14,10 @@ Thin scikit-learn shells over :mod:`sparsekm.direct`:
 All of them compute their coefficients with the one fixed-``Z`` solver
 :func:`sparsekm.direct.fixed_z_svm`. Multi-class problems are solved one-vs-rest;
 ``expansion_`` then has one column per class (the ``Z`` of all binary problems
-stacked, each column non-zero on its own block).
+stacked, each column non-zero on its own block). The binary problems run in
+parallel through joblib with ``n_jobs`` (see :mod:`sparsekm.parallel`); every
+random number is drawn before they are dispatched, in the order of the classes,
+so the result does not depend on ``n_jobs``.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 from .. import direct
 from ..expansion import KernelExpansion
 from ..kernels import resolve_kernel
+from ..parallel import dask_rowwise, parallel_map
 from ..persistence import register
 from ..utils.progress import progress
 from ..utils.validation import check_array, check_scalar
@@ -100,14 +104,13 @@ class _DirectSparseBase(ClassifierMixin, BaseEstimator):
         rng = check_random_state(self.random_state)
         self._prepare(X, kernel)
         problems = [0] if classes.size == 2 else list(range(classes.size))
-        Zs, betas, bs, infos = [], [], [], []
+        tasks = []
         for k in problems:
             yk = np.where(y_idx == (1 if classes.size == 2 else k), 1.0, -1.0)
-            Z, beta, b, info = self._fit_binary(X, yk, kernel, rng, k)
-            Zs.append(Z)
-            betas.append(beta)
-            bs.append(b)
-            infos.append(info)
+            # all random numbers in class order, here: the same for every n_jobs
+            tasks.append((X, yk, kernel, self._draw(X, yk, kernel, rng, k), k))
+        fitted = parallel_map(self._fit_binary, tasks, n_jobs=self.n_jobs)
+        Zs, betas, bs, infos = (list(v) for v in zip(*fitted, strict=True))
         if classes.size == 2:
             self.expansion_ = KernelExpansion(Zs[0], betas[0], kernel, bs[0])
         else:
@@ -124,6 +127,14 @@ class _DirectSparseBase(ClassifierMixin, BaseEstimator):
 
     def _prepare(self, X, kernel):
         """Hook: per-fit preprocessing shared by all binary problems."""
+
+    def _draw(self, X, y, kernel, rng, k):
+        """Hook: validate and draw everything random for binary problem ``k``.
+
+        Runs in the calling process, problem after problem; its result is the
+        ``start`` of :meth:`_fit_binary`, which may run elsewhere (joblib).
+        """
+        return self._initial_Z(X, self.n_vectors, rng, self.init)
 
     def _store_info(self, infos):
         self.objective_ = np.array([info.get("W", np.nan) for info in infos])
@@ -153,8 +164,11 @@ class _DirectSparseBase(ClassifierMixin, BaseEstimator):
         )
 
     # -- prediction --------------------------------------------------------------------
+    @dask_rowwise
     def decision_function(self, X):
         """Decision values ``f(x) = sum_j beta_j k(x, z_j) + b`` (eq. 1).
+
+        A ``dask.array`` gives a dask array (see :mod:`sparsekm.parallel`).
 
         Returns
         -------
@@ -165,8 +179,9 @@ class _DirectSparseBase(ClassifierMixin, BaseEstimator):
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
         return self.expansion_.decision_function(X)
 
+    @dask_rowwise
     def predict(self, X):
-        """Predicted class labels, shape (n_samples,)."""
+        """Predicted class labels, shape (n_samples,); a dask array for a dask ``X``."""
         f = self.decision_function(X)
         if f.ndim == 1:
             return self.classes_[(f > 0).astype(int)]
@@ -210,6 +225,11 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
     random_state : int, RandomState or None, default=None
     verbose : bool, default=False
         Show a progress bar over L-BFGS iterations.
+    n_jobs : int or None, default=None
+        Multi-class: the one-vs-rest problems are trained in parallel through
+        joblib (``None``: one job unless inside a ``joblib.parallel_backend``
+        context; ``-1``: all cores; ``joblib.parallel_backend("dask")``: on a
+        ``dask.distributed`` cluster). The result does not depend on ``n_jobs``.
 
     Attributes
     ----------
@@ -245,7 +265,7 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
     """
 
     def __init__(self, n_vectors=10, C=1.0, kernel=None, init="random", max_iter=100, tol=1e-6,
-                 random_state=None, verbose=False):
+                 random_state=None, verbose=False, n_jobs=None):
         self.n_vectors = n_vectors
         self.C = C
         self.kernel = kernel
@@ -254,12 +274,16 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
         self.tol = tol
         self.random_state = random_state
         self.verbose = verbose
+        self.n_jobs = n_jobs
 
-    def _fit_binary(self, X, y, kernel, rng, k):
+    def _draw(self, X, y, kernel, rng, k):
         owner = type(self).__name__
         max_iter = check_scalar(self.max_iter, "max_iter", owner, kind="int", lower=0)
         tol = check_scalar(self.tol, "tol", owner, lower=0.0)
-        Z0 = self._initial_Z(X, self.n_vectors, rng, self.init)
+        return self._initial_Z(X, self.n_vectors, rng, self.init), max_iter, tol
+
+    def _fit_binary(self, X, y, kernel, start, k):
+        Z0, max_iter, tol = start
         bar = progress(total=max_iter, desc=f"SLMC {k}", disable=None if self.verbose else True)
 
         def callback(it, W):
@@ -312,6 +336,8 @@ class SparseKFD(_DirectSparseBase):
     tol : float, default=1e-6
     random_state : int, RandomState or None
     verbose : bool, default=False
+    n_jobs : int or None, default=None
+        One-vs-rest problems in parallel, as in :class:`SparseLargeMarginClassifier`.
 
     Attributes
     ----------
@@ -321,7 +347,7 @@ class SparseKFD(_DirectSparseBase):
     """
 
     def __init__(self, n_vectors=10, C=1.0, mu=1e-3, kernel=None, init="kmeans", max_iter=100,
-                 tol=1e-6, random_state=None, verbose=False):
+                 tol=1e-6, random_state=None, verbose=False, n_jobs=None):
         self.n_vectors = n_vectors
         self.C = C
         self.mu = mu
@@ -331,13 +357,17 @@ class SparseKFD(_DirectSparseBase):
         self.tol = tol
         self.random_state = random_state
         self.verbose = verbose
+        self.n_jobs = n_jobs
 
-    def _fit_binary(self, X, y, kernel, rng, k):
+    def _draw(self, X, y, kernel, rng, k):
         owner = type(self).__name__
         max_iter = check_scalar(self.max_iter, "max_iter", owner, kind="int", lower=0)
         tol = check_scalar(self.tol, "tol", owner, lower=0.0)
         mu = check_scalar(self.mu, "mu", owner, lower=0.0, lower_inclusive=False)
-        Z0 = self._initial_Z(X, self.n_vectors, rng, self.init)
+        return self._initial_Z(X, self.n_vectors, rng, self.init), max_iter, tol, mu
+
+    def _fit_binary(self, X, y, kernel, start, k):
+        Z0, max_iter, tol, mu = start
         bar = progress(total=max_iter, desc=f"SKFD {k}", disable=None if self.verbose else True)
         res = direct.skfd_optimize(X, y, Z0, kernel, mu, max_iter=max_iter, tol=tol,
                                    callback=lambda it, W: bar.update(1))
@@ -360,8 +390,10 @@ class _FixedZClassifier(_DirectSparseBase):
 
     _features = "whitened"
 
-    def _fit_binary(self, X, y, kernel, rng, k):
-        Z = self._initial_Z(X, self.n_vectors, rng, "random")
+    def _draw(self, X, y, kernel, rng, k):
+        return self._initial_Z(X, self.n_vectors, rng, "random")
+
+    def _fit_binary(self, X, y, kernel, Z, k):
         sol = _solve_fixed(X, y, Z, kernel, float(self.C), features=self._features)
         return Z, sol.beta, sol.intercept, {"W": sol.W, "gap": sol.gap}
 
@@ -381,6 +413,8 @@ class RSVM(_FixedZClassifier):
     C : float, default=1.0
     kernel : Kernel, str or None, default=None
     random_state : int, RandomState or None
+    n_jobs : int or None, default=None
+        One-vs-rest problems in parallel, as in :class:`SparseLargeMarginClassifier`.
 
     Attributes
     ----------
@@ -389,11 +423,12 @@ class RSVM(_FixedZClassifier):
 
     _features = "empirical"
 
-    def __init__(self, n_vectors=10, C=1.0, kernel=None, random_state=None):
+    def __init__(self, n_vectors=10, C=1.0, kernel=None, random_state=None, n_jobs=None):
         self.n_vectors = n_vectors
         self.C = C
         self.kernel = kernel
         self.random_state = random_state
+        self.n_jobs = n_jobs
 
 
 @register
@@ -410,13 +445,16 @@ class ModifiedRSVM(_FixedZClassifier):
     kernel : Kernel, str or None, default=None
     random_state : int, RandomState or None
         With the same ``random_state`` and data, :class:`RSVM` picks the same XVs.
+    n_jobs : int or None, default=None
+        One-vs-rest problems in parallel, as in :class:`SparseLargeMarginClassifier`.
     """
 
-    def __init__(self, n_vectors=10, C=1.0, kernel=None, random_state=None):
+    def __init__(self, n_vectors=10, C=1.0, kernel=None, random_state=None, n_jobs=None):
         self.n_vectors = n_vectors
         self.C = C
         self.kernel = kernel
         self.random_state = random_state
+        self.n_jobs = n_jobs
 
 
 @register
@@ -441,6 +479,8 @@ class ModifiedRS(_DirectSparseBase):
         trains an SVM and builds the RS vectors with
         ``sparsekm.reduced_set.construct`` (needs the reduced-set module).
     random_state : int, RandomState or None
+    n_jobs : int or None, default=None
+        One-vs-rest problems in parallel, as in :class:`SparseLargeMarginClassifier`.
 
     Attributes
     ----------
@@ -448,17 +488,26 @@ class ModifiedRS(_DirectSparseBase):
     n_features_in_
     """
 
-    def __init__(self, n_vectors=10, C=1.0, kernel=None, Z=None, random_state=None):
+    def __init__(self, n_vectors=10, C=1.0, kernel=None, Z=None, random_state=None,
+                 n_jobs=None):
         self.n_vectors = n_vectors
         self.C = C
         self.kernel = kernel
         self.Z = Z
         self.random_state = random_state
+        self.n_jobs = n_jobs
 
-    def _rs_vectors(self, X, y, kernel, rng, k):
+    def _draw(self, X, y, kernel, rng, k):
+        """The given ``Z``, or ``(n_vectors, seed)`` of the RS construction."""
         if self.Z is not None:
             Z = self.Z[k] if isinstance(self.Z, (list, tuple)) else self.Z
             return direct._check_Z(Z, X.shape[1])
+        n_vectors = self._check_n_vectors(direct.unique_rows(X).size)
+        return n_vectors, rng.randint(2**31 - 1)
+
+    def _rs_vectors(self, X, y, kernel, start):
+        if not isinstance(start, tuple):
+            return start
         try:
             from ..reduced_set import construct
         except ImportError:
@@ -466,13 +515,13 @@ class ModifiedRS(_DirectSparseBase):
                 "ModifiedRS needs reduced-set vectors: pass Z=... (e.g. from your own RS "
                 "construction); sparsekm.reduced_set.construct is not available in this build."
             ) from None
-        n_vectors = self._check_n_vectors(direct.unique_rows(X).size)
+        n_vectors, seed = start
         svm = direct.full_svm_expansion(X, y, kernel, float(self.C))
-        reduced = construct(svm, n_vectors, random_state=rng.randint(2**31 - 1))
+        reduced = construct(svm, n_vectors, random_state=seed)
         reduced = getattr(reduced, "expansion", reduced)
         return np.asarray(reduced.vectors)
 
-    def _fit_binary(self, X, y, kernel, rng, k):
-        Z = self._rs_vectors(X, y, kernel, rng, k)
+    def _fit_binary(self, X, y, kernel, start, k):
+        Z = self._rs_vectors(X, y, kernel, start)
         sol = _solve_fixed(X, y, Z, kernel, float(self.C))
         return Z, sol.beta, sol.intercept, {"W": sol.W, "gap": sol.gap}

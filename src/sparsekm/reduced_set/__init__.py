@@ -8,7 +8,11 @@ Functions (the mathematics; estimators in :mod:`sparsekm.models.reduced_set`):
   separately per output or with one shared set of vectors;
 * :func:`select_kpca`, :func:`select_backward`, :func:`select_l1`, :func:`select_l1_multi`,
   :func:`exact_reduction` -- RS selection among the original vectors;
-* :func:`refit_intercept` -- the training-error optimal threshold.
+* :func:`refit_intercept` -- the training-error optimal threshold;
+* :func:`reduce_expansion` -- any of the above by name;
+  :func:`reduce_many` -- several independent expansions (e.g. one-vs-rest
+  classifiers) in parallel through joblib, :func:`stack_results` -- their
+  results as one multi-output result.
 """
 
 from ._base import (
@@ -21,6 +25,7 @@ from ._base import (
 )
 from ._one_term import one_term_shared
 from .construction import construct, refine
+from .reduction import reduce_expansion, reduce_many, stack_results
 from .selection import (
     exact_reduction,
     select_backward,
@@ -44,4 +49,7 @@ __all__ = [
     "select_l1",
     "select_l1_multi",
     "exact_reduction",
+    "reduce_expansion",
+    "reduce_many",
+    "stack_results",
 ]
