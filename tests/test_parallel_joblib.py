@@ -167,6 +167,12 @@ def test_reduced_set_classifier_n_jobs(ovr, blobs, method):
     np.testing.assert_array_equal(seq.predict(X), par.predict(X))
     if method == "construct":
         assert seq.score(X, y) > 0.8
+        # the classifier's machine is reduce_many's before the thresholds are re-fitted
+        raw = ReducedSetClassifier(ovr, refit_intercept=False, **kw).fit(X, y)
+        psi = KernelExpansion.from_estimator(ovr)
+        ref = stack_results(reduce_many([psi.output(k) for k in range(3)], 3, n_init=2,
+                                        max_iter=40, random_state=0))
+        _assert_expansions_equal(raw.expansion_, ref.expansion)
 
 
 @pytest.mark.parametrize("cls, params", [
