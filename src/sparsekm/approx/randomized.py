@@ -165,12 +165,14 @@ def _sample_upper_block(rng, start, stop, m, p):
 
 
 def _pair_evaluator(X, kernel):
-    """Return ``f(I, J) -> k(x_I, x_J)`` evaluating the kernel at index pairs only.
+    """Return ``f(I, J) -> k(x_I, x_J)``, the kernel at index pairs only.
 
-    Radial kernels use ``||x_i||^2 + ||x_j||^2 - 2 x_i.x_j``, dot-product kernels
-    ``x_i.x_j``, one gathered matrix-vector product per row run (no Gram block).
+    Pairs come in row-major runs (one row ``i``, increasing ``j``); each run is one
+    ``1 x n_run`` Gram block from the kernel engine's own block hook
+    (:meth:`~sparsekm.kernels.Kernel._block`, the code that computes every Gram
+    entry), on the gathered ``x_j`` with cached squared norms, so the values equal
+    those of ``kernel(X)`` and every kernel class is supported. A
     :class:`ProjectedKernel` projects ``X`` once and evaluates its inner kernel.
-    Other kernels fall back to one kernel row per distinct ``i``.
     """
     if kernel == "precomputed":
         K = X
@@ -178,37 +180,23 @@ def _pair_evaluator(X, kernel):
     if isinstance(kernel, ProjectedKernel):
         X = kernel.projection.transform(X)
         kernel = kernel.kernel
-    chunk = max(64, 2**17 // X.shape[1])  # gathered rows per product: 1 MiB (float64)
-    if kernel.is_radial or kernel.is_dot_product:
-        sq = np.einsum("ij,ij->i", X, X) if kernel.is_radial else None
+    chunk = max(64, 2**17 // X.shape[1])  # gathered rows per block: 1 MiB (float64)
+    sq = kernel._sqnorms(X)  # None unless radial
 
-        def evaluate(I, J):
-            # Pairs come in row-major runs (one row i, increasing j): one gather of the
-            # x_j and one matrix-vector product per run.
-            t = np.empty(I.size, dtype=X.dtype)
-            bounds = np.flatnonzero(np.diff(I)) + 1
-            for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, I.size], strict=True):
-                xi = X[I[lo]]
-                for a in range(lo, hi, chunk):
-                    b = min(a + chunk, hi)
-                    t[a:b] = X[J[a:b]] @ xi
-            if kernel.is_radial:
-                t *= -2.0
-                t += sq[I]
-                t += sq[J]
-                np.maximum(t, 0.0, out=t)
-            return kernel.profile(t)
-
-        return evaluate
-
-    def evaluate_rows(I, J):
+    def evaluate(I, J):
         out = np.empty(I.size, dtype=X.dtype)
         bounds = np.flatnonzero(np.diff(I)) + 1
         for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, I.size], strict=True):
-            out[lo:hi] = kernel(X[I[lo]:I[lo] + 1], X[J[lo:hi]])[0]
+            i = I[lo]
+            xi, sq_i = X[i:i + 1], None if sq is None else sq[i:i + 1]
+            for a in range(lo, hi, chunk):
+                b = min(a + chunk, hi)
+                cols = J[a:b]
+                out[a:b] = kernel._block(xi, X[cols], sq_i,
+                                         None if sq is None else sq[cols])[0]
         return out
 
-    return evaluate_rows
+    return evaluate
 
 
 def _kernel_absmax(X, kernel, block_size=None):
