@@ -182,3 +182,39 @@ def test_threaded_csr_operator_errors():
         ThreadedCSROperator(scipy.sparse.csr_array(np.ones((2, 3))))
     with pytest.raises(ValueError, match="n_threads"):
         ThreadedCSROperator(A, n_threads=0)
+
+
+def test_kpca_noise_tol_and_shift():
+    from sparsekm.models import RandomizedKernelPCA
+
+    X = _clusters(100)
+    k = RBF(0.5)
+    full = RandomizedKernelPCA(6, kernel=k, sampling="sparsify", s=3, n_oversamples=4,
+                               tol=1e-9, random_state=0).fit(X)
+    fast = RandomizedKernelPCA(6, kernel=k, sampling="sparsify", s=3, n_oversamples=4,
+                               tol=1e-9, noise_tol=0.1, random_state=0).fit(X)
+    assert fast.n_iter_ < full.n_iter_
+    assert fast.error_norm_estimate_ == pytest.approx(full.error_norm_estimate_)
+    # Same K_hat (same seed): the leading subspaces agree to within the noise rule.
+    from sklearn.utils import check_random_state
+
+    from sparsekm.approx.randomized import _as_generator
+
+    K_hat = sparsify_gram(X, k, 3, random_state=_as_generator(check_random_state(0)))
+    assert np.all(full.eigenvalues_ > 0)
+    lam_exact = np.linalg.eigvalsh(K_hat.toarray())[::-1][:6]
+    np.testing.assert_allclose(full.eigenvalues_, lam_exact, rtol=1e-6)
+    R = K_hat @ fast.eigenvectors_ - fast.eigenvectors_ * fast.eigenvalues_
+    assert np.linalg.norm(R, 2) <= 0.1 * fast.error_norm_estimate_
+    with pytest.raises(ValueError, match="noise_tol"):
+        RandomizedKernelPCA(2, noise_tol=0.0).fit(X)
+
+
+def test_kpca_shift_keeps_positive_eigenvalues_when_noise_dominates():
+    from sparsekm.models import RandomizedKernelPCA
+
+    X = np.random.default_rng(0).normal(size=(300, 20))
+    kpca = RandomizedKernelPCA(15, kernel=RBF(0.05), sampling="sparsify", s=20, n_oversamples=5,
+                               tol=1e-6, random_state=0).fit(X)
+    assert np.all(kpca.eigenvalues_ > 0)
+    assert kpca.error_norm_estimate_ > kpca.eigenvalues_[-1]  # noise-dominated regime
