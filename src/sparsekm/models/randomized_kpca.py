@@ -10,6 +10,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..approx.randomized import (
+    ThreadedCSROperator,
     _as_generator,
     _fix_signs,
     estimate_error_norm,
@@ -18,6 +19,7 @@ from ..approx.randomized import (
     sparsify_gram,
     sparsify_quantize_gram,
 )
+from ..config import _single_threaded_blas
 from ..expansion import KernelExpansion
 from ..kernels import resolve_kernel
 from ..parallel import apply_by_rows, is_dask_array
@@ -211,6 +213,15 @@ class RandomizedKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
         return self
 
     def _solve(self, A, ell, rng):
+        if scipy.sparse.issparse(A):
+            # scipy's CSR product is single-threaded but releases the GIL: split the rows
+            # over the engine's threads, and keep BLAS (only the solver's thin basis
+            # operations) on one thread meanwhile (2.4x faster Lanczos at m = 20,000).
+            with _single_threaded_blas():
+                return self._solve_op(A, ThreadedCSROperator(A), ell, rng)
+        return self._solve_op(A, A, ell, rng)
+
+    def _solve_op(self, A, op, ell, rng):
         m = A.shape[0]
         if self.solver == "orthogonal-iteration":
             shift, atol = 0.0, None
@@ -221,7 +232,7 @@ class RandomizedKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
                     atol = self.noise_tol * eps_hat
                 self.error_norm_estimate_ = eps_hat
             lam, V, n_iter, _ = orthogonal_iteration(
-                A, ell, max_iter=self.max_iter, tol=self.tol, n_oversamples=self.n_oversamples,
+                op, ell, max_iter=self.max_iter, tol=self.tol, n_oversamples=self.n_oversamples,
                 random_state=rng, shift=shift, atol=atol)
             return lam, V, n_iter
         if ell >= m - 1:  # eigsh needs k < m - 1 for symmetric problems; tiny problems
@@ -231,7 +242,7 @@ class RandomizedKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
             order = np.argsort(w)[::-1][:ell]
             return w[order], _fix_signs(V[:, order]), 1
         counter = {"n": 0}
-        op = scipy.sparse.linalg.aslinearoperator(A)
+        op = scipy.sparse.linalg.aslinearoperator(op)
 
         def matvec(v):
             counter["n"] += 1
