@@ -310,6 +310,46 @@ def _run_child(args_list, env):
     return out
 
 
+def products(data_path, s, k, seed, rounds=5):
+    """One orthogonal-iteration product A Q (k + OVERSAMPLE columns) per matrix, interleaved.
+
+    Dense K (float64, BLAS threads as set), scipy CSR K_hat, and the 2-thread operator
+    in float64 and float32, in turn, ``rounds`` times, so that load changes on the shared
+    machine hit all of them alike; medians are reported.
+    """
+    from sparsekm.approx.randomized import (
+        ThreadedCSROperator,
+        _single_threaded_blas,
+        sparsify_gram,
+    )
+    from sparsekm.kernels import RBF
+
+    X = np.load(data_path)
+    kernel = RBF(GAMMA)
+    K_hat = sparsify_gram(X, kernel, s, random_state=seed)
+    K = kernel(X)
+    ops = {"dense": K, "csr_scipy": K_hat, "csr_2thread_f64": ThreadedCSROperator(K_hat, 2),
+           "csr_2thread_f32": ThreadedCSROperator(K_hat, 2, dtype="float32")}
+    Q = np.linalg.qr(np.random.default_rng(seed).standard_normal((X.shape[0],
+                                                                  k + OVERSAMPLE)))[0]
+    times = {name: [] for name in ops}
+    for _ in range(rounds):
+        for name, A in ops.items():
+            if name == "dense":
+                t0 = time.perf_counter()
+                A @ Q
+            else:
+                with _single_threaded_blas():
+                    t0 = time.perf_counter()
+                    A @ Q
+            times[name].append(time.perf_counter() - t0)
+    out = {"phase": "products", "columns": k + OVERSAMPLE, "rounds": rounds,
+           "seconds": times, "median_s": {n: float(np.median(t)) for n, t in times.items()}}
+    out["speedup_vs_dense"] = {n: out["median_s"]["dense"] / v
+                               for n, v in out["median_s"].items() if n != "dense"}
+    print("RESULT " + json.dumps(out), flush=True)
+
+
 def _solver_comparison(args, common, env, work):
     """Run the two solver phases and merge the comparison into the existing JSON."""
     from sparsekm.approx.randomized import subspace_distance, theorem2_bound_inexact
@@ -394,6 +434,10 @@ def main(argv=None):
                              "noise-matched and fixed-budget orthogonal iteration, threaded "
                              "products) on the dense and sparsified matrices and store it as "
                              "'solver_comparison' in the existing JSON")
+    parser.add_argument("--products", action="store_true",
+                        help="only time one orthogonal-iteration product A Q on the dense "
+                             "and sparsified matrices, interleaved in one process, and store "
+                             "it as 'product_timing_interleaved' in the existing JSON")
     parser.add_argument("--phase", help=argparse.SUPPRESS)
     parser.add_argument("--data", help=argparse.SUPPRESS)
     parser.add_argument("--test", help=argparse.SUPPRESS)
@@ -402,6 +446,8 @@ def main(argv=None):
     if args.phase and args.phase.startswith("solvers-"):
         return solvers(args.phase.split("-", 1)[1], args.data, args.work, args.s,
                        args.components, args.seed)
+    if args.phase == "products":
+        return products(args.data, args.s, args.components, args.seed)
     if args.phase == "errors":
         return errors(args.data, args.test, args.work, args.s, args.components, args.seed)
     if args.phase:
@@ -427,6 +473,14 @@ def main(argv=None):
         common = ["--data", str(data_path), "--test", str(test_path), "--work", work,
                   "--s", str(args.s), "--components", str(args.components),
                   "--seed", str(args.seed)]
+        if args.products:
+            out_path = Path(args.out)
+            report = json.loads(out_path.read_text()) if out_path.exists() else {}
+            res = _run_child(["--phase", "products"] + common, env)
+            report["product_timing_interleaved"] = res
+            Path(args.out).write_text(json.dumps(report, indent=2))
+            print(json.dumps(res, indent=2))
+            return 0
         if args.solvers:
             return _solver_comparison(args, common, env, work)
         if args.solve_only:
