@@ -140,6 +140,107 @@ def phase(name, data_path, work, s, k, seed, detail=False):
     print("RESULT " + json.dumps(out), flush=True)
 
 
+NOISE_TAU = 0.1  # noise-matched rule: stop when ||R|| <= tau * estimated ||E_K||
+OVERSAMPLE = 10  # extra orthogonal-iteration columns
+
+
+def _oi(A, k, seed, **kw):
+    """Orthogonal iteration (section 2) with time, residual ||A V - V theta|| and products."""
+    import warnings
+
+    from sparsekm.approx.randomized import orthogonal_iteration
+
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theta, V, n_iter, conv = orthogonal_iteration(A, k, n_oversamples=OVERSAMPLE,
+                                                      random_state=seed, **kw)
+    dt = time.perf_counter() - t0
+    R = np.asarray(A @ V, dtype=np.float64) - V * theta
+    return V, {"solve_s": dt, "n_iter": int(n_iter), "converged": bool(conv),
+               "seconds_per_iter": dt / max(n_iter, 1),
+               "residual_norm": float(np.linalg.norm(R, 2)),
+               "ritz_min": float(theta[-1]), "ritz": theta.tolist()}
+
+
+def solvers(name, data_path, work, s, k, seed):
+    """Solver comparison for one matrix (its own process); prints a JSON line.
+
+    sparse: build K_hat, estimate ||E_K|| from it (written for the dense phase),
+    then eigsh tol=1e-6, noise-matched orthogonal iteration (shift eps_hat,
+    ||R|| <= tau eps_hat) on scipy's CSR, and both again on the 2-thread operator
+    (eigsh in float64, orthogonal iteration in float32 values).
+    dense: build K, eigsh tol=1e-6 (the reference), orthogonal iteration with the same
+    absolute threshold, and with the sparse run's iteration count (fixed budget).
+    """
+    import scipy.sparse.linalg as sl
+
+    from sparsekm.approx.randomized import (
+        ThreadedCSROperator,
+        _single_threaded_blas,
+        davis_kahan_residual_bound,
+        estimate_error_norm,
+        sparsify_gram,
+    )
+    from sparsekm.kernels import RBF
+
+    X = np.load(data_path)
+    kernel = RBF(GAMMA)
+    out = {"phase": f"solvers-{name}"}
+    work = Path(work)
+    t0 = time.perf_counter()
+    if name == "sparse":
+        A = sparsify_gram(X, kernel, s, random_state=seed)
+        out["build_s"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        eps_hat = estimate_error_norm(A, "sparsify", s=s)
+        out.update(eps_hat=eps_hat, eps_hat_s=time.perf_counter() - t0)
+        (work / "eps_hat.json").write_text(json.dumps({"eps_hat": eps_hat}))
+        w, V, dt, n_mv = _eigsh(A, k + 1, seed)
+        out["eigsh_strict"] = {"solve_s": dt, "n_matvec": n_mv}
+        np.save(work / "sv_sparse_strict.npy", V[:, :k])
+        atol = NOISE_TAU * eps_hat
+        V, out["oi_noise_matched"] = _oi(A, k, seed, shift=eps_hat, atol=atol, max_iter=200)
+        np.save(work / "sv_sparse_nm.npy", V)
+        (work / "sparse_nm_iter.json").write_text(
+            json.dumps({"n_iter": out["oi_noise_matched"]["n_iter"]}))
+        fast64 = ThreadedCSROperator(A, n_threads=2)
+        with _single_threaded_blas():  # the operator brings its own 2 threads
+            w, V, dt, n_mv = _eigsh(fast64, k + 1, seed)
+        out["eigsh_strict_threaded"] = {"solve_s": dt, "n_matvec": n_mv,
+                                        "n_threads": fast64.n_threads}
+        del fast64
+        fast32 = ThreadedCSROperator(A, n_threads=2, dtype="float32")
+        V, out["oi_noise_matched_threaded_f32"] = _oi(fast32, k, seed, shift=eps_hat,
+                                                      atol=atol, max_iter=200)
+        np.save(work / "sv_sparse_nm_f32.npy", V)
+        out["atol"] = atol
+    elif name == "dense":
+        A = kernel(X)
+        out["build_s"] = time.perf_counter() - t0
+        eps_hat = json.loads((work / "eps_hat.json").read_text())["eps_hat"]
+        w, V, dt, n_mv = _eigsh(A, k + 1, seed)
+        out["eigsh_strict"] = {"solve_s": dt, "n_matvec": n_mv}
+        out["eigenvalues"] = w.tolist()
+        np.save(work / "sv_dense_strict.npy", V[:, :k])
+        atol = NOISE_TAU * eps_hat
+        V, out["oi_same_atol"] = _oi(A, k, seed, atol=atol, max_iter=200)
+        np.save(work / "sv_dense_atol.npy", V)
+        budget = json.loads((work / "sparse_nm_iter.json").read_text())["n_iter"]
+        V, out["oi_fixed_budget"] = _oi(A, k, seed, max_iter=budget, tol=1e-300)
+        np.save(work / "sv_dense_budget.npy", V)
+        # Davis-Kahan a posteriori bound for the sparsified K_hat's strict eigenvectors.
+        F_hat = np.load(work / "sv_sparse_strict.npy")
+        out["davis_kahan"] = {
+            str(ell): davis_kahan_residual_bound(A, F_hat[:, :ell], w[ell])
+            for ell in (1, 2, 3, 5, 10, 20) if ell <= k}
+        out["atol"] = atol
+    else:
+        raise SystemExit(f"unknown solver phase {name}")
+    _ = sl
+    print("RESULT " + json.dumps(out), flush=True)
+
+
 def errors(data_path, test_path, work, s, k, seed):
     """||E_K||, Theorem 1-3 quantities; holds the dense K (not a timed configuration)."""
     from sparsekm.approx.randomized import (
@@ -209,6 +310,106 @@ def _run_child(args_list, env):
     return out
 
 
+def products(data_path, s, k, seed, rounds=5):
+    """One orthogonal-iteration product A Q (k + OVERSAMPLE columns) per matrix, interleaved.
+
+    Dense K (float64, BLAS threads as set), scipy CSR K_hat, and the 2-thread operator
+    in float64 and float32, in turn, ``rounds`` times, so that load changes on the shared
+    machine hit all of them alike; medians are reported.
+    """
+    from sparsekm.approx.randomized import (
+        ThreadedCSROperator,
+        _single_threaded_blas,
+        sparsify_gram,
+    )
+    from sparsekm.kernels import RBF
+
+    X = np.load(data_path)
+    kernel = RBF(GAMMA)
+    K_hat = sparsify_gram(X, kernel, s, random_state=seed)
+    K = kernel(X)
+    ops = {"dense": K, "csr_scipy": K_hat, "csr_2thread_f64": ThreadedCSROperator(K_hat, 2),
+           "csr_2thread_f32": ThreadedCSROperator(K_hat, 2, dtype="float32")}
+    Q = np.linalg.qr(np.random.default_rng(seed).standard_normal((X.shape[0],
+                                                                  k + OVERSAMPLE)))[0]
+    times = {name: [] for name in ops}
+    for _ in range(rounds):
+        for name, A in ops.items():
+            if name == "dense":
+                t0 = time.perf_counter()
+                A @ Q
+            else:
+                with _single_threaded_blas():
+                    t0 = time.perf_counter()
+                    A @ Q
+            times[name].append(time.perf_counter() - t0)
+    out = {"phase": "products", "columns": k + OVERSAMPLE, "rounds": rounds,
+           "seconds": times, "median_s": {n: float(np.median(t)) for n, t in times.items()}}
+    out["speedup_vs_dense"] = {n: out["median_s"]["dense"] / v
+                               for n, v in out["median_s"].items() if n != "dense"}
+    print("RESULT " + json.dumps(out), flush=True)
+
+
+def _solver_comparison(args, common, env, work):
+    """Run the two solver phases and merge the comparison into the existing JSON."""
+    from sparsekm.approx.randomized import subspace_distance, theorem2_bound_inexact
+
+    out_path = Path(args.out)
+    report = json.loads(out_path.read_text()) if out_path.exists() else {}
+    res = {}
+    for name in ("sparse", "dense"):
+        print(f"[bench_randomized] solvers {name} ...", flush=True)
+        res[name] = _run_child(["--phase", f"solvers-{name}"] + common, env)
+        print(json.dumps({k: v for k, v in res[name].items() if k != "eigenvalues"}),
+              flush=True)
+    sp, d = res["sparse"], res["dense"]
+    lam = np.array(d["eigenvalues"])
+    ell = args.components
+    F = np.load(Path(work) / "sv_dense_strict.npy")
+    err = report.get("sparse", {}).get("errors", {}).get("error_norm")
+    dist = {}
+    for key in ("sparse_strict", "sparse_nm", "sparse_nm_f32", "dense_atol", "dense_budget"):
+        V = np.load(Path(work) / f"sv_{key}.npy")
+        dist[key] = {str(j): subspace_distance(V[:, :j], F[:, :j]) for j in (1, 2, 3, 5, 10, 20)
+                     if j <= ell}
+    for key, run in (("sparse_nm", sp["oi_noise_matched"]),
+                     ("sparse_nm_f32", sp["oi_noise_matched_threaded_f32"])):
+        if err is not None:
+            run["theorem2_inexact_l20"] = theorem2_bound_inexact(
+                err, run["residual_norm"], run["ritz_min"], lam[ell])
+        run["subspace_distance_to_exact"] = dist[key]
+    d["oi_same_atol"]["subspace_distance_to_exact"] = dist["dense_atol"]
+    d["oi_fixed_budget"]["subspace_distance_to_exact"] = dist["dense_budget"]
+    sp["eigsh_strict"]["subspace_distance_to_exact"] = dist["sparse_strict"]
+    ds = d["eigsh_strict"]["solve_s"]
+    summary = {
+        "strict_same_tol_eigsh (scipy CSR, 1 thread)": ds / sp["eigsh_strict"]["solve_s"],
+        "strict_same_tol_eigsh (2-thread CSR, float64)":
+            ds / sp["eigsh_strict_threaded"]["solve_s"],
+        "same_abs_threshold_oi (scipy CSR)":
+            d["oi_same_atol"]["solve_s"] / sp["oi_noise_matched"]["solve_s"],
+        "same_abs_threshold_oi (2-thread CSR, float32)":
+            d["oi_same_atol"]["solve_s"] / sp["oi_noise_matched_threaded_f32"]["solve_s"],
+        "same_iteration_budget_oi (scipy CSR)":
+            d["oi_fixed_budget"]["solve_s"] / sp["oi_noise_matched"]["solve_s"],
+        "same_iteration_budget_oi (2-thread CSR, float32)":
+            d["oi_fixed_budget"]["solve_s"] / sp["oi_noise_matched_threaded_f32"]["solve_s"],
+        "ASYMMETRIC noise-matched sparse OI vs strict dense eigsh (scipy CSR)":
+            ds / sp["oi_noise_matched"]["solve_s"],
+        "ASYMMETRIC noise-matched sparse OI vs strict dense eigsh (2-thread CSR, float32)":
+            ds / sp["oi_noise_matched_threaded_f32"]["solve_s"],
+    }
+    report["solver_comparison"] = {
+        "note": ("speed-up = dense time / sparsified time, each pair run minutes apart in "
+                 "separate processes on the shared, loaded 2-core machine"),
+        "tau": NOISE_TAU, "n_oversamples": OVERSAMPLE, "error_norm_measured": err,
+        "sparse": sp, "dense": {k: v for k, v in d.items() if k != "eigenvalues"},
+        "speedups": summary}
+    out_path.write_text(json.dumps(report, indent=2))
+    print(json.dumps(summary, indent=2))
+    return 0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=20000)
@@ -228,11 +429,25 @@ def main(argv=None):
                         help="re-run only the dense and sparsified configurations with "
                              "--components and store them as 'solve_only_l<components>' in "
                              "the existing JSON (e.g. only the components above the noise)")
+    parser.add_argument("--solvers", action="store_true",
+                        help="only run the eigen-solver comparison (strict Lanczos, "
+                             "noise-matched and fixed-budget orthogonal iteration, threaded "
+                             "products) on the dense and sparsified matrices and store it as "
+                             "'solver_comparison' in the existing JSON")
+    parser.add_argument("--products", action="store_true",
+                        help="only time one orthogonal-iteration product A Q on the dense "
+                             "and sparsified matrices, interleaved in one process, and store "
+                             "it as 'product_timing_interleaved' in the existing JSON")
     parser.add_argument("--phase", help=argparse.SUPPRESS)
     parser.add_argument("--data", help=argparse.SUPPRESS)
     parser.add_argument("--test", help=argparse.SUPPRESS)
     parser.add_argument("--work", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.phase and args.phase.startswith("solvers-"):
+        return solvers(args.phase.split("-", 1)[1], args.data, args.work, args.s,
+                       args.components, args.seed)
+    if args.phase == "products":
+        return products(args.data, args.s, args.components, args.seed)
     if args.phase == "errors":
         return errors(args.data, args.test, args.work, args.s, args.components, args.seed)
     if args.phase:
@@ -258,6 +473,16 @@ def main(argv=None):
         common = ["--data", str(data_path), "--test", str(test_path), "--work", work,
                   "--s", str(args.s), "--components", str(args.components),
                   "--seed", str(args.seed)]
+        if args.products:
+            out_path = Path(args.out)
+            report = json.loads(out_path.read_text()) if out_path.exists() else {}
+            res = _run_child(["--phase", "products"] + common, env)
+            report["product_timing_interleaved"] = res
+            Path(args.out).write_text(json.dumps(report, indent=2))
+            print(json.dumps(res, indent=2))
+            return 0
+        if args.solvers:
+            return _solver_comparison(args, common, env, work)
         if args.solve_only:
             report = json.loads(Path(args.out).read_text())
             extra = {}
