@@ -5,12 +5,17 @@ real data folder (``$SPARSEKM_DATA`` or ``../shared/data``) is absent; the
 embedded digits never need files.
 """
 
+import inspect
+import logging
 import os
 
 import numpy as np
 import pytest
 from hypothesis import settings
+from sklearn.base import BaseEstimator
 
+import sparsekm.approx
+import sparsekm.models
 from sparsekm.datasets import data_available
 
 # Deterministic property tests in the default run (CI must not flake); set
@@ -28,3 +33,24 @@ requires_ripley = pytest.mark.skipif(not data_available("ripley"), reason="Riple
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)
+
+
+def public_estimators():
+    """Every estimator class exported by ``sparsekm.models`` and ``sparsekm.approx``."""
+    out = []
+    for module in (sparsekm.models, sparsekm.approx):
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if inspect.isclass(obj) and issubclass(obj, BaseEstimator) and obj not in out:
+                out.append(obj)
+    return out
+
+
+@pytest.fixture(scope="session")
+def dask_client():
+    """One real ``dask.distributed`` cluster (2 worker processes) for the whole run."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None, silence_logs=logging.ERROR) as cluster:
+        with distributed.Client(cluster) as client:
+            yield client

@@ -5,14 +5,11 @@ Each estimator class listed in ``sparsekm.models.__all__`` (and
 ``_CHECK_PARAMS`` (if any) and run through ``parametrize_with_checks``.
 """
 
-import inspect
 
 import pytest
-from sklearn.base import BaseEstimator
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-import sparsekm.approx
-import sparsekm.models
+from .conftest import public_estimators
 
 # Fast settings for the checks (small problems, few iterations), by class name.
 _CHECK_PARAMS: dict[str, dict] = {
@@ -26,17 +23,7 @@ _CHECK_PARAMS: dict[str, dict] = {
 }
 
 
-def _all_estimators():
-    out = []
-    for module in (sparsekm.models, sparsekm.approx):
-        for name in module.__all__:
-            obj = getattr(module, name)
-            if inspect.isclass(obj) and issubclass(obj, BaseEstimator) and obj not in out:
-                out.append(obj)
-    return out
-
-
-ESTIMATORS = [cls(**_CHECK_PARAMS.get(cls.__name__, {})) for cls in _all_estimators()]
+ESTIMATORS = [cls(**_CHECK_PARAMS.get(cls.__name__, {})) for cls in public_estimators()]
 
 
 if ESTIMATORS:

@@ -1,6 +1,5 @@
 """Dask arrays in, dask arrays out, on a real multi-process LocalCluster."""
 
-import logging
 
 import numpy as np
 import pytest
@@ -20,14 +19,6 @@ TOL = dict(rtol=1e-12, atol=1e-12)
 
 
 @pytest.fixture(scope="module")
-def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None, silence_logs=logging.ERROR) as cluster:
-        with distributed.Client(cluster) as c:
-            yield c
-
-
-@pytest.fixture(scope="module")
 def data():
     rng = np.random.default_rng(0)
     return rng.normal(size=(300, 6)), rng.normal(size=(50, 6)), rng.normal(size=(50, 3))
@@ -38,7 +29,7 @@ def _graph_keys(arr):
 
 
 @pytest.mark.parametrize("multi", [True, False])
-def test_expansion_on_dask_equals_in_memory(client, data, multi):
+def test_expansion_on_dask_equals_in_memory(dask_client, data, multi):
     X, Z, C = data
     coef = C if multi else C[:, 0]
     psi = KernelExpansion(Z, coef, RBF(0.2), intercept=[1.0, 0.0, -1.0] if multi else 0.5)
@@ -49,17 +40,17 @@ def test_expansion_on_dask_equals_in_memory(client, data, multi):
     assert out.chunks[0] == Xd.chunks[0]
     # The expansion is one key of the graph, shared by every chunk's task.
     assert sum(name.startswith("KernelExpansion") for name in _graph_keys(out)) == 1
-    got = client.compute(out).result()
+    got = dask_client.compute(out).result()
     np.testing.assert_allclose(got, psi(X), **TOL)
 
 
-def test_expansion_float32_and_column_chunks(client, data):
+def test_expansion_float32_and_column_chunks(dask_client, data):
     X, Z, C = data
     psi = KernelExpansion(Z.astype(np.float32), C.astype(np.float32), RBF(0.2))
     Xd = da.from_array(X.astype(np.float32), chunks=(100, 4))  # columns split: rechunked
     out = psi.decision_function(Xd)
     assert out.dtype == np.float32
-    np.testing.assert_allclose(client.compute(out).result(), psi(X.astype(np.float32)),
+    np.testing.assert_allclose(dask_client.compute(out).result(), psi(X.astype(np.float32)),
                                rtol=1e-5, atol=1e-6)
 
 
@@ -68,13 +59,13 @@ def test_expansion_float32_and_column_chunks(client, data):
                         random_state=0),
     GreedyBasis(n_basis=20, kernel=RBF(0.2), random_state=0),
 ], ids=lambda e: type(e).__name__)
-def test_estimator_transform_on_dask_equals_in_memory(client, data, estimator):
+def test_estimator_transform_on_dask_equals_in_memory(dask_client, data, estimator):
     X = data[0]
     est = estimator.fit(X[:120])
     out = est.transform(da.from_array(X, chunks=(80, 6)))
     assert is_dask_array(out)
     assert out.shape == est.transform(X).shape
-    np.testing.assert_allclose(client.compute(out).result(), est.transform(X), **TOL)
+    np.testing.assert_allclose(dask_client.compute(out).result(), est.transform(X), **TOL)
 
 
 def test_helpers_validate(data):

@@ -4,11 +4,9 @@ Computed on dask's default threaded scheduler (no cluster: see
 ``test_parallel_distributed.py`` for a real multi-process one).
 """
 
-import inspect
 
 import numpy as np
 import pytest
-from sklearn.base import BaseEstimator
 from sklearn.datasets import make_blobs
 from sklearn.exceptions import NotFittedError
 from sklearn.svm import SVC, SVR
@@ -20,6 +18,8 @@ from sparsekm.kernels import RBF
 da = pytest.importorskip("dask.array")
 
 from sparsekm.parallel import dask_rowwise, is_dask_array  # noqa: E402
+
+from .conftest import public_estimators  # noqa: E402
 
 #: Row-wise methods that must accept dask arrays wherever an estimator has them.
 ROW_METHODS = ("predict", "predict_proba", "decision_function", "transform",
@@ -58,16 +58,6 @@ SPECS = {
 }
 
 
-def _public_estimators():
-    out = []
-    for module in (sparsekm.models, sparsekm.approx):
-        for name in module.__all__:
-            obj = getattr(module, name)
-            if inspect.isclass(obj) and issubclass(obj, BaseEstimator) and obj not in out:
-                out.append(obj)
-    return out
-
-
 def _data(kind):
     X, y = make_blobs(n_samples=90, centers=3, n_features=3, cluster_std=1.5, random_state=0)
     if kind == "binary":
@@ -80,7 +70,7 @@ def _data(kind):
 
 
 def test_every_public_estimator_is_covered():
-    names = {cls.__name__ for cls in _public_estimators()}
+    names = {cls.__name__ for cls in public_estimators()}
     assert names == set(SPECS)
 
 

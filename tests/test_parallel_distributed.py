@@ -5,7 +5,6 @@ The one-vs-rest fits run on the cluster's worker processes through
 result; a dask array is predicted chunk by chunk on the workers.
 """
 
-import logging
 
 import numpy as np
 import pytest
@@ -23,14 +22,6 @@ from sparsekm.models import SLMC, ReducedSetClassifier  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None, silence_logs=logging.ERROR) as cluster:
-        with distributed.Client(cluster) as c:
-            yield c
-
-
-@pytest.fixture(scope="module")
 def blobs():
     return make_blobs(n_samples=120, centers=4, n_features=3, cluster_std=1.5, random_state=1)
 
@@ -41,21 +32,21 @@ def _assert_same_machine(a, b):
     np.testing.assert_array_equal(a.expansion_.intercept, b.expansion_.intercept)
 
 
-def _ran_on_cluster(client, fit):
-    with distributed.get_task_stream(client) as ts:
+def _ran_on_cluster(dask_client, fit):
+    with distributed.get_task_stream(dask_client) as ts:
         with joblib.parallel_backend("dask"):
             model = fit()
     workers = {t["worker"] for t in ts.data}
     return model, len(ts.data), workers
 
 
-def test_one_vs_rest_fits_on_a_cluster_equal_the_sequential_path(client, blobs):
+def test_one_vs_rest_fits_on_a_cluster_equal_the_sequential_path(dask_client, blobs):
     X, y = blobs
     ovr = OneVsRestClassifier(SVC(C=10.0, gamma=0.5)).fit(X, y)
     rs_params = dict(n_vectors=3, n_init=2, max_iter=40, random_state=0)
     rs_ref = ReducedSetClassifier(ovr, **rs_params).fit(X, y)
     rs, n_tasks, workers = _ran_on_cluster(
-        client, lambda: ReducedSetClassifier(ovr, n_jobs=2, **rs_params).fit(X, y))
+        dask_client, lambda: ReducedSetClassifier(ovr, n_jobs=2, **rs_params).fit(X, y))
     assert n_tasks >= 1 and workers  # the per-class reductions ran on the workers
     _assert_same_machine(rs, rs_ref)
     np.testing.assert_array_equal(rs.objective_, rs_ref.objective_)
@@ -63,7 +54,7 @@ def test_one_vs_rest_fits_on_a_cluster_equal_the_sequential_path(client, blobs):
     slmc_params = dict(n_vectors=3, C=10.0, kernel=RBF(0.5), max_iter=8, random_state=0)
     slmc_ref = SLMC(**slmc_params).fit(X, y)
     # n_jobs=None inside the context: joblib gives the dask backend all workers
-    slmc, n_tasks, _ = _ran_on_cluster(client, lambda: SLMC(**slmc_params).fit(X, y))
+    slmc, n_tasks, _ = _ran_on_cluster(dask_client, lambda: SLMC(**slmc_params).fit(X, y))
     assert n_tasks >= 1
     _assert_same_machine(slmc, slmc_ref)
     np.testing.assert_array_equal(slmc.objective_, slmc_ref.objective_)
@@ -72,7 +63,7 @@ def test_one_vs_rest_fits_on_a_cluster_equal_the_sequential_path(client, blobs):
     # Predicting a dask array on the workers: the numpy answer.
     Xd = da.from_array(X, chunks=(35, 3))
     for model in (rs, slmc):
-        labels = client.compute(model.predict(Xd)).result()
+        labels = dask_client.compute(model.predict(Xd)).result()
         np.testing.assert_array_equal(labels, model.predict(X))
-        scores = client.compute(model.decision_function(Xd)).result()
+        scores = dask_client.compute(model.decision_function(Xd)).result()
         np.testing.assert_allclose(scores, model.decision_function(X), rtol=1e-12, atol=1e-12)

@@ -128,6 +128,12 @@ class _DirectSparseBase(ClassifierMixin, BaseEstimator):
     def _prepare(self, X, kernel):
         """Hook: per-fit preprocessing shared by all binary problems."""
 
+    def _iteration_params(self):
+        """Validated ``(max_iter, tol)`` of the estimators that optimise ``Z``."""
+        owner = type(self).__name__
+        return (check_scalar(self.max_iter, "max_iter", owner, kind="int", lower=0),
+                check_scalar(self.tol, "tol", owner, lower=0.0))
+
     def _draw(self, X, y, kernel, rng, k):
         """Hook: validate and draw everything random for binary problem ``k``.
 
@@ -277,10 +283,7 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
         self.n_jobs = n_jobs
 
     def _draw(self, X, y, kernel, rng, k):
-        owner = type(self).__name__
-        max_iter = check_scalar(self.max_iter, "max_iter", owner, kind="int", lower=0)
-        tol = check_scalar(self.tol, "tol", owner, lower=0.0)
-        return self._initial_Z(X, self.n_vectors, rng, self.init), max_iter, tol
+        return (self._initial_Z(X, self.n_vectors, rng, self.init),) + self._iteration_params()
 
     def _fit_binary(self, X, y, kernel, start, k):
         Z0, max_iter, tol = start
@@ -360,11 +363,9 @@ class SparseKFD(_DirectSparseBase):
         self.n_jobs = n_jobs
 
     def _draw(self, X, y, kernel, rng, k):
-        owner = type(self).__name__
-        max_iter = check_scalar(self.max_iter, "max_iter", owner, kind="int", lower=0)
-        tol = check_scalar(self.tol, "tol", owner, lower=0.0)
-        mu = check_scalar(self.mu, "mu", owner, lower=0.0, lower_inclusive=False)
-        return self._initial_Z(X, self.n_vectors, rng, self.init), max_iter, tol, mu
+        mu = check_scalar(self.mu, "mu", type(self).__name__, lower=0.0, lower_inclusive=False)
+        return (self._initial_Z(X, self.n_vectors, rng, self.init),) + self._iteration_params() \
+            + (mu,)
 
     def _fit_binary(self, X, y, kernel, start, k):
         Z0, max_iter, tol, mu = start
