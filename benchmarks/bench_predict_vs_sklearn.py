@@ -40,7 +40,14 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _benchutil import linear_fit, machine, power_fit, timed, timed_interleaved  # noqa: E402
+from _benchutil import (  # noqa: E402
+    linear_fit,
+    machine,
+    plain_log_ticks,
+    power_fit,
+    timed,
+    timed_interleaved,
+)
 
 ROOT = Path(__file__).resolve().parent
 OUT = ROOT / "results" / "predict_vs_sklearn.json"
@@ -197,7 +204,7 @@ def curve_samples(expansions, Xte, n_samples_list, repeat):
     return out
 
 
-def figure(result, path):
+def figure(result, path, dpi=110):
     import matplotlib
 
     matplotlib.use("Agg")
@@ -251,10 +258,12 @@ def figure(result, path):
     ax.set_ylabel("predict time (s)")
     ax.set_title("time vs n_samples (linear fits)", fontsize=10)
     ax.legend(fontsize=7)
+    for ax in axes:
+        plain_log_ticks(ax)
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110, bbox_inches="tight")
+    fig.savefig(path, dpi=dpi, bbox_inches="tight")
     plt.close(fig)
     return str(path)
 
@@ -299,7 +308,7 @@ def main(argv=None):
     }
     result["seconds_total"] = time.perf_counter() - t0
     result["machine"]["load_average_at_end"] = [round(v, 2) for v in os.getloadavg()]
-    result["figure"] = figure(result, args.fig)
+    result["figure"] = figure(result, args.fig, dpi=50 if args.quick else 110)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps({k: result[k] for k in ("throughput", "models")}, indent=1))
