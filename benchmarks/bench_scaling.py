@@ -221,18 +221,19 @@ def bench_rs(grid, repeat, seed, data):
 
     d = data[0].shape[1]
     n_init = 5
-    res = {"expected": ("T = c1 I N + c2 N N_z^2 + c3 N^2 + c4 N_z at fixed d, I = sum_j T_j "
-                        "the fixed-point iterations (measured): per one-term step j, T_j "
-                        "iterations of O(n_init (N + j) d), O(N j d) to score the start "
-                        "candidates, O(j^3) for beta and a per-step overhead; the Gram matrix "
-                        "of the input vectors O(N^2 d) once. With T_j ~ T: O(T n_init N N_z d "
-                        "+ N N_z^2 d + N^2 d)"),
+    res = {"expected": ("T = c1 I N + c2 N N_z^2 + c3 N_z N^2 + c4 N^2 + c5 N_z at fixed d, "
+                        "I = sum_j T_j the fixed-point iterations (measured). Per one-term "
+                        "step j: T_j iterations of O(n_init (N + j) d), O(N j d) to score the "
+                        "start candidates, O(j^3) for beta, a per-step overhead and -- in the "
+                        "current code -- O((N + j)^2 d) to recompute ||Psi_j||^2 inside "
+                        "preimage.fixed_point; once: the Gram matrix of the input vectors "
+                        "O(N^2 d). The paper's algorithm needs no N_z N^2 term."),
            "n_init": n_init, "d": d,
            "data": "first-class-vs-rest SVM-like expansions on N random USPS training digits, "
                    "alpha_i = y_i u_i, u_i ~ U(0.1, 1); RBF gamma as the SVMs"}
     for axis, xs, fixed in (("N", grid["N"], {"N_z": grid["Nz_fixed"], "d": d}),
                             ("N_z", grid["Nz"], {"N": grid["N_fixed"], "d": d})):
-        walls, cpus, iters = [], [], []
+        walls, cpus, iters, norm2_est = [], [], [], []
         for x in xs:
             N, nz = (x, grid["Nz_fixed"]) if axis == "N" else (grid["N_fixed"], x)
             psi = _rs_expansion(N, seed, data)
@@ -242,17 +243,33 @@ def bench_rs(grid, repeat, seed, data):
             walls.append(w)
             cpus.append(c)
             iters.append(int(r.n_iter))
-            print(f"rs {axis}={x}: {c:.3f} CPU s, {r.n_iter} fixed-point iterations", flush=True)
+            # what fixed_point's ||Psi_j||^2 costs per step: one K(Y, Y) G with the
+            # n_init identical columns of the residual expansion (Y: N + j vectors)
+            Y = np.vstack([psi.vectors, psi.vectors[: nz // 2]])
+            G = np.repeat(np.resize(psi.coef, Y.shape[0])[:, None], n_init, axis=1)
+            _, _, c_n2 = timed(lambda Y=Y, G=G, k=psi.kernel: k.mmv(Y, Y, G), repeat)
+            norm2_est.append(nz * c_n2)
+            print(f"rs {axis}={x}: {c:.3f} CPU s, {r.n_iter} fixed-point iterations, "
+                  f"~{nz * c_n2:.3f} s recomputing ||Psi_j||^2", flush=True)
         N_arr = np.asarray(xs if axis == "N" else [grid["N_fixed"]] * len(xs), float)
         z_arr = np.asarray([grid["Nz_fixed"]] * len(xs) if axis == "N" else xs, float)
         per_iter = [c / max(i, 1) for c, i in zip(cpus, iters, strict=True)]
+        per_iter_wo = [max(c - e, 1e-9) / max(i, 1)
+                       for c, e, i in zip(cpus, norm2_est, iters, strict=True)]
         res[f"vs_{axis}"] = _curve(
             axis, xs, cpus, walls, [1, 2],
-            [np.asarray(iters, float) * N_arr, N_arr * z_arr**2, N_arr**2, z_arr],
-            ["I N", "N N_z^2", "N^2", "N_z"], fixed,
+            [np.asarray(iters, float) * N_arr, N_arr * z_arr**2, z_arr * N_arr**2, N_arr**2,
+             z_arr],
+            ["I N", "N N_z^2", "N_z N^2", "N^2", "N_z"], fixed,
             extra={"fixed_point_iterations": iters,
+                   "cpu_seconds_norm2_recompute_estimate": norm2_est,
+                   "fraction_norm2_recompute": [e / c for e, c in zip(norm2_est, cpus,
+                                                                      strict=True)],
                    "cpu_seconds_per_fixed_point_iteration": per_iter,
-                   "loglog_fit_per_fixed_point_iteration": power_fit(xs, per_iter)})
+                   "loglog_fit_per_fixed_point_iteration": power_fit(xs, per_iter),
+                   "cpu_seconds_per_fixed_point_iteration_without_norm2": per_iter_wo,
+                   "loglog_fit_per_fixed_point_iteration_without_norm2":
+                       power_fit(xs, per_iter_wo)})
     return _joint_model(res)
 
 
@@ -277,7 +294,7 @@ def bench_slmc(grid, repeat, seed, data):
     X_all, y_all = X_all[perm], np.where(y_all[perm] == 0, 1.0, -1.0)
     for axis, xs, fixed in (("N", grid["N"], {"N_z": grid["Nz_fixed"], "d": d}),
                             ("N_z", grid["Nz"], {"N": grid["N_fixed"], "d": d})):
-        walls, cpus, evals, iters = [], [], [], []
+        walls, cpus, evals, iters, inner, inner_methods = [], [], [], [], [], []
         for x in xs:
             N, nz = (x, grid["Nz_fixed"]) if axis == "N" else (grid["N_fixed"], x)
             X, y = X_all[:N], y_all[:N]
@@ -288,8 +305,11 @@ def bench_slmc(grid, repeat, seed, data):
             cpus.append(c / r.n_evals)
             evals.append(int(r.n_evals))
             iters.append(int(r.n_iter))
+            svm_s, methods = _inner_svm_share(direct, X, y, Z0, kernel, C, grid["max_iter"])
+            inner.append(svm_s)
+            inner_methods.append(methods)
             print(f"slmc {axis}={x}: {c / r.n_evals * 1e3:.2f} CPU ms per evaluation "
-                  f"({r.n_evals} evaluations)", flush=True)
+                  f"({r.n_evals} evaluations; inner SVM {svm_s * 1e3:.2f} ms)", flush=True)
         N_arr = np.asarray(xs if axis == "N" else [grid["N_fixed"]] * len(xs), float)
         z_arr = np.asarray([grid["Nz_fixed"]] * len(xs) if axis == "N" else xs, float)
         res[f"vs_{axis}"] = _curve(
@@ -297,8 +317,36 @@ def bench_slmc(grid, repeat, seed, data):
             [np.ones_like(N_arr), N_arr, N_arr * z_arr * d, N_arr * z_arr**2, z_arr**3],
             ["1", "N", "N N_z d", "N N_z^2", "N_z^3"],
             fixed, extra={"n_evaluations": evals, "n_iterations": iters,
+                          "inner_svm_cpu_seconds_per_evaluation": inner,
+                          "inner_svm_fraction": [a / b for a, b in zip(inner, cpus, strict=True)],
+                          "inner_svm_methods": inner_methods,
+                          "loglog_fit_inner_svm": power_fit(xs, inner),
                           "seconds_are": "per evaluation of W(Z) and its gradient"})
     return _joint_model(res)
+
+
+def _inner_svm_share(direct, X, y, Z0, kernel, C, max_iter):
+    """CPU seconds per evaluation spent in the inner SVM (``direct.fixed_z_svm``).
+
+    A separate, instrumented run (the wrapper is removed afterwards); also counts
+    which solver path each inner solve took (interior point, warm active set, ...).
+    """
+    original = direct.fixed_z_svm
+    spent, methods = [0.0], {}
+
+    def wrapped(*args, **kwargs):
+        c = time.process_time()
+        sol = original(*args, **kwargs)
+        spent[0] += time.process_time() - c
+        methods[sol.extra["method"]] = methods.get(sol.extra["method"], 0) + 1
+        return sol
+
+    direct.fixed_z_svm = wrapped
+    try:
+        r = direct.slmc_optimize(X, y, Z0, kernel, C, max_iter=max_iter, tol=0.0)
+    finally:
+        direct.fixed_z_svm = original
+    return spent[0] / r.n_evals, methods
 
 
 # -- figures ------------------------------------------------------------------------------
@@ -328,8 +376,14 @@ def figure(name, res, path, dpi=110):
             xx = np.geomspace(x.min(), x.max(), 50)
             ax.loglog(xx, 1e3 * fit["coefficient"] * xx ** fit["exponent"], "-", color="C2",
                       lw=1, label=f"power-law fit: exponent {fit['exponent']:.2f}")
+            t2 = np.asarray(cur["cpu_seconds_per_fixed_point_iteration_without_norm2"]) * 1e3
+            fit2 = cur["loglog_fit_per_fixed_point_iteration_without_norm2"]
+            ax.loglog(x, t2, "^", color="C4", label="the same without the estimated "
+                                                    "||Psi_j||^2 recomputation")
+            ax.loglog(xx, 1e3 * fit2["coefficient"] * xx ** fit2["exponent"], "-", color="C4",
+                      lw=1, label=f"power-law fit: exponent {fit2['exponent']:.2f}")
             p = 1 if cur["x"] == "N" else 0
-            ax.loglog(xx, t[-1] * (xx / x[-1]) ** p, ":", color="k", lw=1,
+            ax.loglog(xx, t2[-1] * (xx / x[-1]) ** p, ":", color="k", lw=1,
                       label=f"expected O({SYMBOL[cur['x']]}$^{p}$) (n_init (N + j) d per "
                             "iteration)")
             ax.set_xlabel(cur["x"])
@@ -345,6 +399,10 @@ def figure(name, res, path, dpi=110):
         xx = np.geomspace(x.min(), x.max(), 50)
         ax.loglog(xx, fit["coefficient"] * xx ** fit["exponent"], "-", color="C0", lw=1,
                   label=f"power-law fit: exponent {fit['exponent']:.2f}")
+        if "inner_svm_cpu_seconds_per_evaluation" in cur:
+            f2 = cur["loglog_fit_inner_svm"]
+            ax.loglog(x, cur["inner_svm_cpu_seconds_per_evaluation"], "s", color="C1", ms=4,
+                      label=f"of which the inner SVM (exponent {f2['exponent']:.2f})")
         ax.loglog(x, cur["model_predicted_seconds"], "--", color="C3",
                   label="expected: " + " + ".join(
                       f"c{i}·{n}" for i, n in enumerate(mf["terms"], 1))
