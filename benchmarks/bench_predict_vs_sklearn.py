@@ -181,7 +181,8 @@ def curve_terms(n_terms_list, n_samples, d, gamma, n_outputs, repeat, seed):
             "n_terms": list(map(int, n_terms_list)), "seconds_wall": times, "seconds_cpu": cpus,
             "linear_fit_wall": linear_fit(n_terms_list, times),
             "linear_fit_cpu": linear_fit(n_terms_list, cpus),
-            "loglog_fit_wall": power_fit(n_terms_list, times)}
+            "loglog_fit_wall": power_fit(n_terms_list, times),
+            "loglog_fit_cpu": power_fit(n_terms_list, cpus)}
 
 
 def curve_samples(expansions, Xte, n_samples_list, repeat):
@@ -200,7 +201,8 @@ def curve_samples(expansions, Xte, n_samples_list, repeat):
             "n_terms": int(E.n_terms), "seconds_wall": times, "seconds_cpu": cpus,
             "linear_fit_wall": linear_fit(n_samples_list, times),
             "linear_fit_cpu": linear_fit(n_samples_list, cpus),
-            "loglog_fit_wall": power_fit(n_samples_list, times)}
+            "loglog_fit_wall": power_fit(n_samples_list, times),
+            "loglog_fit_cpu": power_fit(n_samples_list, cpus)}
     return out
 
 
@@ -310,7 +312,9 @@ def main(argv=None):
     }
     result["seconds_total"] = time.perf_counter() - t0
     result["machine"]["load_average_at_end"] = [round(v, 2) for v in os.getloadavg()]
-    result["figure"] = figure(result, args.fig, dpi=50 if args.quick else 110)
+    fig_path = Path(figure(result, args.fig, dpi=50 if args.quick else 110)).resolve()
+    result["figure"] = (str(fig_path.relative_to(ROOT.parent))
+                        if fig_path.is_relative_to(ROOT.parent) else str(fig_path))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps({k: result[k] for k in ("throughput", "models")}, indent=1))

@@ -320,6 +320,8 @@ def bench_slmc(grid, repeat, seed, data):
                           "inner_svm_cpu_seconds_per_evaluation": inner,
                           "inner_svm_fraction": [a / b for a, b in zip(inner, cpus, strict=True)],
                           "inner_svm_methods": inner_methods,
+                          "ipm_newton_steps_per_evaluation": [
+                              m["newton_steps_per_evaluation"] for m in inner_methods],
                           "loglog_fit_inner_svm": power_fit(xs, inner),
                           "seconds_are": "per evaluation of W(Z) and its gradient"})
     return _joint_model(res)
@@ -328,11 +330,22 @@ def bench_slmc(grid, repeat, seed, data):
 def _inner_svm_share(direct, X, y, Z0, kernel, C, max_iter):
     """CPU seconds per evaluation spent in the inner SVM (``direct.fixed_z_svm``).
 
-    A separate, instrumented run (the wrapper is removed afterwards); also counts
-    which solver path each inner solve took (interior point, warm active set, ...).
+    A separate, instrumented run (the wrappers are removed afterwards); also counts
+    which solver path each inner solve took (interior point, warm active set, ...)
+    and the interior-point Newton steps (one Cholesky factorisation each).
     """
-    original = direct.fixed_z_svm
+    original, original_linalg = direct.fixed_z_svm, direct.linalg
     spent, methods = [0.0], {}
+
+    class CountingLinalg:
+        n_cholesky = 0
+
+        def __getattr__(self, name):
+            return getattr(original_linalg, name)
+
+        def cho_factor(self, *args, **kwargs):
+            CountingLinalg.n_cholesky += 1
+            return original_linalg.cho_factor(*args, **kwargs)
 
     def wrapped(*args, **kwargs):
         c = time.process_time()
@@ -341,11 +354,12 @@ def _inner_svm_share(direct, X, y, Z0, kernel, C, max_iter):
         methods[sol.extra["method"]] = methods.get(sol.extra["method"], 0) + 1
         return sol
 
-    direct.fixed_z_svm = wrapped
+    direct.fixed_z_svm, direct.linalg = wrapped, CountingLinalg()
     try:
         r = direct.slmc_optimize(X, y, Z0, kernel, C, max_iter=max_iter, tol=0.0)
     finally:
-        direct.fixed_z_svm = original
+        direct.fixed_z_svm, direct.linalg = original, original_linalg
+    methods["newton_steps_per_evaluation"] = CountingLinalg.n_cholesky / r.n_evals
     return spent[0] / r.n_evals, methods
 
 
@@ -435,6 +449,14 @@ def _usps_like():
     return (X, y, 1 / 32), "digits (embedded, USPS files not found)"
 
 
+def _relative(path):
+    """``path`` relative to the repository root when it lies inside it."""
+    try:
+        return str(Path(path).resolve().relative_to(ROOT.parent))
+    except ValueError:
+        return str(path)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes (smoke run)")
@@ -464,11 +486,15 @@ def main(argv=None):
     figures = result.get("figures", {})
     for key in args.only:
         name, fn = todo[key]
-        t1 = time.perf_counter()
+        t1, load0 = time.perf_counter(), [round(v, 2) for v in os.getloadavg()]
         result[name] = fn()
         result[name]["seconds_total"] = time.perf_counter() - t1
-        figures[name] = figure(name, result[name], Path(args.fig_dir) / f"scaling_{name}.png",
-                                 dpi=50 if args.quick else 110)
+        result[name]["run"] = {"date": time.strftime("%Y-%m-%d %H:%M:%S"),
+                               "load_average_at_start": load0,
+                               "load_average_at_end": [round(v, 2) for v in os.getloadavg()]}
+        figures[name] = _relative(figure(name, result[name],
+                                         Path(args.fig_dir) / f"scaling_{name}.png",
+                                         dpi=50 if args.quick else 110))
     result["figures"] = figures
     result["seconds_total_this_run"] = time.perf_counter() - t0
     result["machine"]["load_average_at_end"] = [round(v, 2) for v in os.getloadavg()]
