@@ -1,0 +1,114 @@
+"""Helpers shared by ``bench_predict_vs_sklearn.py`` and ``bench_scaling.py``.
+
+Timing (best of several repeats, wall and process-CPU clocks, optionally interleaved
+so that a burst of load from other jobs hits every contender alike), least-squares
+fits with their coefficient of determination, and the machine description written
+into every JSON file.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+
+import numpy as np
+from scipy.optimize import nnls
+
+
+def timed(fn, repeat=1):
+    """Run ``fn`` ``repeat`` times; return (last result, best wall s, best CPU s)."""
+    best_wall, best_cpu, out = np.inf, np.inf, None
+    for _ in range(max(1, repeat)):
+        w, c = time.perf_counter(), time.process_time()
+        out = fn()
+        best_wall = min(best_wall, time.perf_counter() - w)
+        best_cpu = min(best_cpu, time.process_time() - c)
+    return out, best_wall, best_cpu
+
+
+def timed_interleaved(fns, repeat):
+    """Best wall and CPU seconds of each callable in ``fns`` (a dict), run round-robin.
+
+    One call of every contender per round, ``repeat`` rounds: load from other jobs
+    that comes and goes during the measurement affects all contenders alike.
+    """
+    wall = {k: np.inf for k in fns}
+    cpu = {k: np.inf for k in fns}
+    for fn in fns.values():  # warm-up (first-call allocations, imports)
+        fn()
+    for _ in range(max(1, repeat)):
+        for k, fn in fns.items():
+            w, c = time.perf_counter(), time.process_time()
+            fn()
+            wall[k] = min(wall[k], time.perf_counter() - w)
+            cpu[k] = min(cpu[k], time.process_time() - c)
+    return wall, cpu
+
+
+def r_squared(y, y_hat):
+    """Coefficient of determination of the fit ``y_hat`` to ``y``."""
+    y, y_hat = np.asarray(y, float), np.asarray(y_hat, float)
+    ss_tot = float(np.sum((y - y.mean()) ** 2))
+    return 1.0 - float(np.sum((y - y_hat) ** 2)) / ss_tot if ss_tot > 0 else 1.0
+
+
+def linear_fit(x, t):
+    """``t = intercept + slope x`` by least squares, with R^2 (in linear space)."""
+    x, t = np.asarray(x, float), np.asarray(t, float)
+    slope, intercept = np.polyfit(x, t, 1)
+    return {"slope": float(slope), "intercept": float(intercept),
+            "r2": r_squared(t, intercept + slope * x)}
+
+
+def power_fit(x, t):
+    """``log t = log c + p log x`` by least squares: the measured exponent ``p``."""
+    lx, lt = np.log(np.asarray(x, float)), np.log(np.asarray(t, float))
+    p, logc = np.polyfit(lx, lt, 1)
+    return {"exponent": float(p), "coefficient": float(np.exp(logc)),
+            "r2_loglog": r_squared(lt, logc + p * lx)}
+
+
+def model_fit(features, t, names):
+    """Non-negative least squares ``t ~ sum_k c_k features[:, k]``, relative residuals.
+
+    The columns are the terms of an expected complexity (e.g. ``n m^2`` and
+    ``n m d``); each row is scaled by ``1 / t`` so that small and large problems
+    count alike (a fit of relative error). Returns the constants (seconds per unit
+    of each term), the model's predictions and R^2 (log space).
+    """
+    F = np.asarray(features, float)
+    t = np.asarray(t, float)
+    coef, _ = nnls(F / t[:, None], np.ones_like(t))
+    pred = F @ coef
+    return {"terms": list(names), "seconds_per_unit": [float(c) for c in coef],
+            "predicted_seconds": [float(p) for p in pred],
+            "r2_loglog": r_squared(np.log(t), np.log(np.maximum(pred, 1e-300)))}
+
+
+def plain_log_ticks(ax):
+    """Plain-text tick labels on log axes (mathtext labels cost seconds per figure)."""
+    from matplotlib import ticker
+
+    for axis in (ax.xaxis, ax.yaxis):
+        if axis.get_scale() == "log":
+            axis.set_major_formatter(ticker.LogFormatter(labelOnlyBase=False))
+            axis.set_minor_formatter(ticker.LogFormatter(labelOnlyBase=False))
+
+
+def machine(note=None):
+    """Platform, CPU count, load averages and BLAS threads, for the JSON files."""
+    from threadpoolctl import threadpool_info
+
+    return {
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "load_average_1_5_15_min": [round(v, 2) for v in os.getloadavg()],
+        "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
+        "blas": [{k: p.get(k) for k in ("internal_api", "version", "num_threads")}
+                 for p in threadpool_info() if p.get("user_api") == "blas"],
+        "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "note": note or ("2 cores shared with other engineers' jobs: absolute times are "
+                         "noisy; ratios measured side by side in one run are the figures "
+                         "to trust"),
+    }

@@ -1,0 +1,82 @@
+"""Smoke tests of the issue-8 benchmarks: each ``--quick`` mode runs and writes its JSON.
+
+No timing assertions (speed targets live in the benchmarks' own JSON and in
+``docs/performance.md``); only that every section and fit the docs rely on exists
+and is finite. Falls back to the embedded digits when the USPS files are missing.
+"""
+
+import importlib.util
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _finite(x):
+    return isinstance(x, (int, float)) and math.isfinite(x)
+
+
+@pytest.fixture(autouse=True)
+def _one_thread(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+
+
+def test_predict_vs_sklearn_quick(tmp_path):
+    out, fig = tmp_path / "p.json", tmp_path / "p.png"
+    _load("bench_predict_vs_sklearn").main(["--quick", "--out", str(out), "--fig", str(fig)])
+    res = json.loads(out.read_text())
+    assert fig.stat().st_size > 0
+    for key in ("machine", "dataset", "models", "throughput", "kernel_evaluations_per_sample",
+                "scaling_n_terms", "scaling_n_samples"):
+        assert key in res
+    systems = list(res["throughput"])
+    assert systems[0] == "sklearn_ovr_svc_full"
+    assert len(systems) == 4
+    assert any(k.startswith("sparsekm_RS-") for k in systems)
+    assert any(k.startswith("sparsekm_SLMC-") for k in systems)
+    for row in res["throughput"].values():
+        for k in ("test_error_percent", "predictions_per_second_wall", "speedup_vs_sklearn_wall",
+                  "predictions_per_second_cpu"):
+            assert _finite(row[k])
+        assert 0 <= row["test_error_percent"] <= 100
+    # the full expansion reproduces scikit-learn's predictions, so their errors agree
+    assert res["throughput"]["sparsekm_full_expansion"]["test_error_percent"] == pytest.approx(
+        res["throughput"]["sklearn_ovr_svc_full"]["test_error_percent"], abs=0.5)
+    terms = res["scaling_n_terms"]
+    assert len(terms["n_terms"]) == len(terms["seconds_wall"])
+    assert _finite(terms["linear_fit_wall"]["r2"]) and _finite(terms["linear_fit_wall"]["slope"])
+    assert set(res["scaling_n_samples"]["systems"]) == set(systems[1:])
+    for row in res["scaling_n_samples"]["systems"].values():
+        assert _finite(row["linear_fit_wall"]["r2"])
+
+
+def test_scaling_quick(tmp_path):
+    out = tmp_path / "s.json"
+    _load("bench_scaling").main(["--quick", "--out", str(out), "--fig-dir", str(tmp_path)])
+    res = json.loads(out.read_text())
+    expected = {"greedy_basis": ("vs_n", "vs_m"), "rs_construct": ("vs_N", "vs_N_z"),
+                "slmc": ("vs_N", "vs_N_z")}
+    for method, axes in expected.items():
+        assert method in res
+        assert (tmp_path / f"scaling_{method}.png").stat().st_size > 0
+        fit = res[method]["model_fit"]
+        assert len(fit["terms"]) == len(fit["seconds_per_unit"])
+        assert all(c >= 0 for c in fit["seconds_per_unit"])
+        for axis in axes:
+            cur = res[method][axis]
+            assert len(cur["values"]) == len(cur["seconds_cpu"]) == len(cur["seconds_wall"])
+            assert _finite(cur["loglog_fit"]["exponent"])
+            assert len(cur["expected_exponent"]) == 2
+            assert len(cur["model_predicted_seconds"]) == len(cur["values"])
+    assert "memory_probe" in res["greedy_basis"]
+    assert "fixed_point_iterations" in res["rs_construct"]["vs_N"]
