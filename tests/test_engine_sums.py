@@ -7,34 +7,14 @@ from sparsekm.config import config_context
 from sparsekm.kernels import (
     RBF,
     InverseMultiquadric,
-    Kernel,
     Linear,
     Polynomial,
-    RadialKernel,
     Sigmoid,
     WeightedSums,
 )
 
 from ._migration_cases import REFERENCE, compute_all
-
-
-class _Laplacian(RadialKernel):
-    """Profile and derivative only (no in-place hooks): the engine's generic path."""
-
-    _param_names = ()
-
-    def profile(self, r2):
-        return np.exp(-np.sqrt(np.asarray(r2)))
-
-    def profile_derivative(self, r2):
-        r = np.sqrt(np.maximum(np.asarray(r2), 1e-300))
-        return -np.exp(-r) / (2 * r)
-
-
-class _BlockOnly(Kernel):
-    def _block(self, X, Y, x_sq, y_sq):
-        return np.cos(X @ Y.T)
-
+from .test_engine import _BlockOnly, _Laplacian
 
 KERNELS = [RBF(0.3), InverseMultiquadric(-0.5), InverseMultiquadric(-1.5),
            Polynomial(3, 1.0, 0.2), Polynomial(2, 0.0, 1.0), Polynomial(1), Sigmoid(0.2, -0.1),
