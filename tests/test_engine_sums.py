@@ -166,12 +166,13 @@ def test_weighted_sums_torch_equal_numpy(kernel, derivative, data):
     assert isinstance(got.moment, np.ndarray)
     np.testing.assert_allclose(got.moment, want.moment, rtol=1e-10, atol=1e-10)
     G = torch.as_tensor(np.random.default_rng(1).normal(size=(90, 3)))
-    got = kernel.weighted_sums(t[0], t[1], lambda K: G @ (G.T @ K), derivative=derivative,
-                               moment=True)
     Gn = G.numpy()
     want = kernel.weighted_sums(X, Z, lambda K: Gn @ (Gn.T @ K), derivative=derivative,
                                 moment=True)
-    np.testing.assert_allclose(got.moment.numpy(), want.moment, rtol=1e-10, atol=1e-10)
+    for block_size in (None, 16):  # fused single block, and K first
+        got = kernel.weighted_sums(t[0], t[1], lambda K: G @ (G.T @ K), derivative=derivative,
+                                   moment=True, block_size=block_size)
+        np.testing.assert_allclose(got.moment.numpy(), want.moment, rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(kernel.diag_gradient(t[1]).numpy(), kernel.diag_gradient(Z),
                                rtol=1e-10, atol=1e-10)
 
