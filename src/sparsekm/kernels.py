@@ -398,9 +398,10 @@ class Kernel:
 
         Weights may depend on the kernel values themselves (eq. 19 weighs ``y_j`` by
         ``c_j = sum_k G_jk (Psi^k . Phi(z))``): pass a callable ``W(K)`` that maps
-        ``K = k(X, Z)`` (shape (n_samples, n_vectors)) to the weights. When ``X``
-        fits in one block, ``K`` and ``k'`` come from one distance computation; else
-        ``K`` is computed (and stored) first, then the sums run block by block.
+        ``K = k(X, Z)`` (shape (n_samples, n_vectors)) to the weights (``K`` is a
+        work buffer: copy it to keep it). When ``X`` fits in one block, ``K`` and
+        ``k'`` come from one distance computation; else ``K`` is computed (and
+        stored) first, then the sums run block by block.
 
         Parameters
         ----------
@@ -549,7 +550,10 @@ class Kernel:
             M *= Wb
             part_m = None
             if moment:
-                part_m = spare.pop() if spare else xp.empty(mom_shape, dtype)
+                try:
+                    part_m = spare.pop()
+                except IndexError:  # (checking first would race with other threads)
+                    part_m = xp.empty(mom_shape, dtype)
                 xp.matmul(M.T, Xb, out=part_m)
             part_t = M.sum(axis=0)
             part_a = xp.abs(M, out=M).sum(axis=0) if absolute else None
