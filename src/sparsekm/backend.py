@@ -158,6 +158,16 @@ class TorchNamespace:
     def einsum(self, spec, *ops):
         return self.torch.einsum(spec, *ops)
 
+    @staticmethod
+    def copy(A):
+        return A.clone()
+
+    def abs(self, A, out=None):
+        return self.torch.abs(A, out=out) if out is not None else self.torch.abs(A)
+
+    def stack(self, arrays, axis=0):
+        return self.torch.stack(list(arrays), dim=axis)
+
     def sqnorms(self, X):
         return self.torch.einsum("ij,ij->i", X, X)
 

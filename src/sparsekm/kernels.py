@@ -8,9 +8,14 @@ Every kernel offers
 * ``kernel.mmv(X, Y, C)``: the product ``K(X, Y) @ C`` without storing ``K``
   beyond one row block (the operation every kernel expansion is made of);
 * ``kernel.gradient_y(X, y)``: ``d k(x_i, y) / d y`` for each row ``x_i``;
+* ``kernel.weighted_sums(X, Z, W)``: ``sum_i W[i, u] k(x_i, z_u)`` (or, with
+  ``derivative=True``, of the profile derivative ``k'``), optionally with the first
+  moment ``sum_i (...) x_i``, for every ``z_u`` at once: the kernel sums inside the
+  pre-image and reduced-set solvers (objective, fixed-point iteration);
 * ``kernel.gradient_sum(X, Z, W)``: ``sum_i W[i, u] * d k(x_i, z_u) / d z_u`` for
   every ``z_u`` at once, the vectorised gradient used by pre-image, reduced-set and
-  SLMC optimisation.
+  SLMC optimisation (for radial and dot-product kernels, built on ``weighted_sums``);
+* ``kernel.diag_gradient(Z)``: ``d k(z, z) / d z`` for each row.
 
 Radial kernels ``k(x, y) = k(||x - y||^2)`` additionally expose the profile
 ``k(r2)`` and its derivative ``k'(r2)`` with respect to ``r2`` (eq. 10 of
@@ -35,6 +40,7 @@ from __future__ import annotations
 import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
+from typing import NamedTuple
 
 import numpy as np
 
@@ -44,6 +50,7 @@ from .utils.validation import check_scalar
 
 __all__ = [
     "Kernel",
+    "WeightedSums",
     "RadialKernel",
     "DotProductKernel",
     "RBF",
@@ -134,6 +141,25 @@ def _run_blocks(n_rows, step, work, xp, reduce=None):
 
 
 _local = threading.local()
+
+
+class WeightedSums(NamedTuple):
+    """Result of :meth:`Kernel.weighted_sums`: column sums of ``M = W * p(X, Z)``.
+
+    Attributes
+    ----------
+    total : ndarray (or tensor) of shape (n_vectors,)
+        ``sum_i M[i, u]``.
+    moment : ndarray (or tensor) of shape (n_vectors, n_features) or None
+        ``sum_i M[i, u] x_i`` (``M.T @ X``), when asked for.
+    abs_total : ndarray (or tensor) of shape (n_vectors,) or None
+        ``sum_i |M[i, u]|``, when asked for (the scale against which ``total`` is
+        judged to vanish).
+    """
+
+    total: object
+    moment: object = None
+    abs_total: object = None
 
 
 class Kernel:
@@ -332,7 +358,10 @@ class Kernel:
         This is the vectorised gradient behind the pre-image, reduced-set
         (phase 2) and SLMC objectives: all of them are weighted sums of kernel
         values, so their gradients with respect to the expansion vectors are
-        weighted sums of kernel gradients.
+        weighted sums of kernel gradients. For radial and dot-product kernels it is
+        assembled from :meth:`weighted_sums` (``derivative=True``): with
+        ``M = W * k'``, ``G = 2 (M.sum(0) z_u - M.T @ X)`` (radial) or ``M.T @ X``
+        (dot product).
 
         Parameters
         ----------
@@ -346,6 +375,124 @@ class Kernel:
         -------
         G : ndarray (or tensor) of shape (n_vectors, n_features)
         """
+        xp, to_numpy, X, Z, W = self._prepare_sums(X, Z, W, backend)
+        G = self._gradient_sum(xp, X, Z, W, _rows_per_block(Z.shape[0], block_size))
+        return xp.to_numpy(G) if to_numpy else G
+
+    def weighted_sums(self, X, Z, W, *, derivative=False, moment=False, absolute=False,
+                      block_size=None, X_sqnorms=None, backend=None, check_input=True):
+        """Weighted column sums of kernel values, for all ``z_u`` at once.
+
+        With ``M[i, u] = W[i, u] p(x_i, z_u)``, where ``p`` is the kernel ``k`` or
+        (``derivative=True``) its profile derivative ``k'`` (radial kernels:
+        ``dk/d(r2)`` at ``r2 = ||x_i - z_u||^2``; dot-product kernels: ``f'(x_i . z_u)``),
+        returns ``total[u] = sum_i M[i, u]`` and optionally ``moment[u] = sum_i M[i, u] x_i``
+        and ``abs_total[u] = sum_i |M[i, u]|``, in row blocks of ``X`` (``M`` is never
+        stored beyond one block).
+
+        These are the kernel sums of the pre-image and reduced-set solvers: with
+        ``W`` the coefficients of ``Psi_u``, ``total`` is ``Psi_u . Phi(z_u)``
+        (eq. 46), and with ``derivative=True`` the fixed-point iteration (eq. 10/48 of
+        *Input space vs. feature space*, eq. 19 of *Fast approximation*) is
+        ``z_u <- moment[u] / total[u]``. :meth:`gradient_sum` is built on it.
+
+        Weights may depend on the kernel values themselves (eq. 19 weighs ``y_j`` by
+        ``c_j = sum_k G_jk (Psi^k . Phi(z))``): pass a callable ``W(K)`` that maps
+        ``K = k(X, Z)`` (shape (n_samples, n_vectors)) to the weights (``K`` is a
+        work buffer: copy it to keep it). When ``X`` fits in one block, ``K`` and
+        ``k'`` come from one distance computation; else ``K`` is computed (and
+        stored) first, then the sums run block by block.
+
+        Parameters
+        ----------
+        X : array-like or torch.Tensor of shape (n_samples, n_features)
+        Z : array-like or torch.Tensor of shape (n_vectors, n_features)
+        W : array-like or torch.Tensor of shape (n_samples, n_vectors), or callable
+            Weights ``W[i, u]`` (one column per ``z_u``), or a function of the
+            kernel values ``K`` returning them.
+        derivative : bool, default=False
+            Sum the profile derivative ``k'`` instead of ``k`` (radial and
+            dot-product kernels only).
+        moment : bool, default=False
+            Also return ``M.T @ X``.
+        absolute : bool, default=False
+            Also return ``|M|.sum(0)``.
+        block_size : int, default=None
+            Rows of ``X`` per block.
+        X_sqnorms : ndarray or tensor of shape (n_samples,), default=None
+            Cached squared norms of the rows of ``X`` (radial kernels), for callers
+            that evaluate many ``Z`` against the same ``X``.
+        backend : {"numpy", "torch"}, default=None
+            Engine (see :mod:`sparsekm.backend`); ``None`` follows the inputs.
+        check_input : bool, default=True
+            ``False`` skips validation and conversion, for iterative solvers that
+            validated once: ``X``, ``Z`` and ``W`` must then be finite arrays (or
+            tensors on one device) of one floating dtype and consistent shapes.
+
+        Returns
+        -------
+        WeightedSums
+            ``(total, moment, abs_total)``; fields not asked for are None.
+
+        Raises
+        ------
+        TypeError
+            ``derivative=True`` for a kernel that is neither radial nor dot-product.
+
+        Examples
+        --------
+        ``Psi = Phi(x_1) + Phi(x_2)``: its projection on ``Phi(z)`` and one fixed-point
+        step (eq. 10) from ``z = (0.2, 0)`` towards the midpoint:
+
+        >>> import numpy as np
+        >>> from sparsekm.kernels import RBF
+        >>> X, W = np.array([[0.0, 0.0], [1.0, 0.0]]), np.ones((2, 1))
+        >>> RBF(0.5).weighted_sums(X, [[0.2, 0.0]], W).total
+        array([1.70634771])
+        >>> s = RBF(0.5).weighted_sums(X, [[0.2, 0.0]], W, derivative=True, moment=True)
+        >>> np.round(s.moment / s.total[:, None], 6) + 0.0
+        array([[0.425557, 0.      ]])
+        """
+        if derivative and not (self.is_radial or self.is_dot_product):
+            raise TypeError(f"weighted_sums(derivative=True) needs a radial or dot-product kernel "
+                            f"(a profile derivative k'); got {self!r}.")
+        weights = W if callable(W) else None
+        if check_input:
+            if weights is not None:
+                xp, to_numpy, X, Z, _ = self._prepare(X, Z, "X", "Z", backend=backend)
+            else:
+                xp, to_numpy, X, Z, W = self._prepare_sums(X, Z, W, backend)
+            if X_sqnorms is not None:
+                X_sqnorms = xp.asarray(X_sqnorms, X.dtype)
+        else:
+            xp, to_numpy = array_namespace(X, Z, None if weights is not None else W), False
+        sums = self._weighted_sums(xp, X, Z, W, _rows_per_block(Z.shape[0], block_size),
+                                   derivative=derivative, moment=moment, absolute=absolute,
+                                   x_sq=X_sqnorms)
+        if to_numpy:
+            sums = WeightedSums(*(None if a is None else xp.to_numpy(a) for a in sums))
+        return sums
+
+    def diag_gradient(self, Z, *, backend=None):
+        """Gradient of ``k(z, z)`` with respect to ``z`` for each row of ``Z``.
+
+        Zero for radial kernels, ``2 f'(||z||^2) z`` for dot-product kernels and
+        ``2 grad_y k(z, y)|_{y=z}`` (symmetry) otherwise.
+
+        Parameters
+        ----------
+        Z : array-like or torch.Tensor of shape (n_vectors, n_features)
+        backend : {"numpy", "torch"}, default=None
+
+        Returns
+        -------
+        ndarray (or tensor) of shape (n_vectors, n_features)
+        """
+        xp, to_numpy, Z = self._prepare_one(Z, backend)
+        G = self._diag_gradient(xp, Z)
+        return xp.to_numpy(G) if to_numpy else G
+
+    def _prepare_sums(self, X, Z, W, backend):
         xp, to_numpy, X, Z, dtype = self._prepare(X, Z, "X", "Z", backend=backend, extra=(W,),
                                                   extra_names=("W",))
         W = xp.asarray(W, dtype)
@@ -354,20 +501,127 @@ class Kernel:
                 f"W must have shape (n_samples, n_vectors) = {(X.shape[0], Z.shape[0])}; "
                 f"found {tuple(W.shape)}."
             )
+        return xp, to_numpy, X, Z, W
+
+    def _weighted_sums(self, xp, X, Z, W, step, *, derivative=False, moment=False,
+                       absolute=False, x_sq=None, z_sq=None):
+        """The blocked loop behind :meth:`weighted_sums` (inputs already prepared).
+
+        Each thread keeps one ``(step, n_vectors)`` block buffer for the whole call,
+        and moment buffers go back to a pool once added, so a call allocates
+        ``O(n_threads)`` blocks however many blocks it runs. Partial sums are added
+        in block order: results do not depend on the thread count.
+        """
+        n, m = X.shape[0], Z.shape[0]
+        dtype = X.dtype
+        z_sq = self._sqnorms(Z) if z_sq is None else z_sq
+        value_weights = W if callable(W) else None
+        if value_weights is not None and n > step:
+            # Weights from the whole K: compute it first, then sum block by block.
+            K = xp.empty((n, m), dtype)
+
+            def gram(rows):
+                Xb = X[rows]
+                self._block_into(Xb, Z, self._sqnorms(Xb) if x_sq is None else x_sq[rows], z_sq,
+                                 K[rows])
+
+            _run_blocks(n, step, gram, xp)
+            W, value_weights = self._checked_weights(value_weights(K), n, m), None
+        mom_shape = (m,) + tuple(X.shape[1:])
+        acc = [None, None, None]  # total, moment, abs_total: the first block's parts, then sums
+        buffers = threading.local()
+        spare = []  # moment buffers already added, free for later blocks (list ops are atomic)
+
+        def work(rows):
+            Xb = X[rows]
+            buf = getattr(buffers, "block", None)
+            if buf is None:
+                buf = buffers.block = xp.empty((min(step, n), m), dtype)
+            xb_sq = self._sqnorms(Xb) if x_sq is None else x_sq[rows]
+            M = buf[:Xb.shape[0]]
+            if value_weights is not None:  # one block: K and k' from one distance block
+                Wb = self._value_and_weights(Xb, Z, xb_sq, z_sq, M, value_weights, derivative)
+            else:
+                Wb = W[rows]
+                if derivative:
+                    M = self._derivative_block_into(Xb, Z, xb_sq, z_sq, M)
+                else:
+                    M = self._block_into(Xb, Z, xb_sq, z_sq, M)
+            M *= Wb
+            part_m = None
+            if moment:
+                try:
+                    part_m = spare.pop()
+                except IndexError:  # (checking first would race with other threads)
+                    part_m = xp.empty(mom_shape, dtype)
+                xp.matmul(M.T, Xb, out=part_m)
+            part_t = M.sum(axis=0)
+            part_a = xp.abs(M, out=M).sum(axis=0) if absolute else None
+            return part_t, part_m, part_a
+
+        def add(parts):  # in block order: the result does not depend on threads
+            for i, part in enumerate(parts):
+                if part is None:
+                    continue
+                if acc[i] is None:
+                    acc[i] = part  # owned from now on (a moment buffer leaves the pool)
+                else:
+                    acc[i] += part
+                    if i == 1:
+                        spare.append(part)
+
+        _run_blocks(n, step, work, xp, reduce=add)
+        if acc[0] is None:  # no rows
+            acc = [xp.zeros((m,), dtype), xp.zeros(mom_shape, dtype), xp.zeros((m,), dtype)]
+        return WeightedSums(acc[0], acc[1] if moment else None, acc[2] if absolute else None)
+
+    @staticmethod
+    def _checked_weights(W, n, m):
+        if tuple(W.shape) != (n, m):
+            raise ValueError(f"The weights function must return shape (n_samples, n_vectors) = "
+                             f"{(n, m)}; got {tuple(W.shape)}.")
+        return W
+
+    def _value_and_weights(self, X, Z, x_sq, z_sq, out, value_weights, derivative):
+        """Weights ``value_weights(K)`` of one block, ``out`` left holding ``k`` or ``k'``."""
+        if derivative:
+            # Distances once; K from a copy of them, k' in place.
+            self._distances_into(X, Z, x_sq, z_sq, out)
+            K = self._values_from_distances(array_namespace(out).copy(out))
+            W = value_weights(K)
+            self._derivatives_from_distances(out)
+        else:
+            W = value_weights(self._block_into(X, Z, x_sq, z_sq, out))
+        return self._checked_weights(W, X.shape[0], Z.shape[0])
+
+    def _distances_into(self, X, Z, x_sq, z_sq, out):
+        raise NotImplementedError
+
+    def _values_from_distances(self, D):
+        raise NotImplementedError
+
+    def _derivatives_from_distances(self, D):
+        raise NotImplementedError
+
+    def _gradient_sum(self, xp, X, Z, W, step):
+        """``gradient_sum`` on prepared inputs: block by block through ``_gradient_sum_block``."""
         z_sq = self._sqnorms(Z)
 
         def work(rows):
             Xb = X[rows]
             return self._gradient_sum_block(Xb, Z, W[rows], self._sqnorms(Xb), z_sq)
 
-        G = xp.zeros(tuple(Z.shape), dtype)
+        G = xp.zeros(tuple(Z.shape), W.dtype)
 
         def add(part):  # in block order: the result does not depend on threads
-            nonlocal G
-            G += part
+            G[...] += part
 
-        _run_blocks(X.shape[0], _rows_per_block(Z.shape[0], block_size), work, xp, reduce=add)
-        return xp.to_numpy(G) if to_numpy else G
+        _run_blocks(X.shape[0], step, work, xp, reduce=add)
+        return G
+
+    def _diag_gradient(self, xp, Z):
+        return 2.0 * xp.stack([self._gradient_rows(Z[u:u + 1], Z[u])[0]
+                               for u in range(Z.shape[0])])
 
     # -- hooks ---------------------------------------------------------------
     def _sqnorms(self, X):
@@ -387,6 +641,47 @@ class Kernel:
     def _gradient_sum_block(self, X, Z, W, x_sq, z_sq):
         raise NotImplementedError
 
+    def _derivative_block_into(self, X, Z, x_sq, z_sq, out):
+        """Profile derivatives ``k'`` of one block written into ``out``; returns ``out``."""
+        raise NotImplementedError
+
+
+class _ProfileKernel:
+    """Engine hooks shared by radial and dot-product kernels ``k = profile(D)``.
+
+    Subclasses provide ``_distances_into`` (``D = ||x - z||^2`` or ``x . z`` of one
+    block), ``_profile_inplace``/``_profile_derivative_inplace`` and
+    ``_gradient_from_sums(Z, total, moment)``; kernel values, derivatives and
+    ``gradient_sum`` (through :meth:`Kernel.weighted_sums`) follow.
+    """
+
+    def _block_into(self, X, Y, x_sq, y_sq, out):
+        return self._values_from_distances(self._distances_into(X, Y, x_sq, y_sq, out))
+
+    def _derivative_block_into(self, X, Z, x_sq, z_sq, out):
+        return self._derivatives_from_distances(self._distances_into(X, Z, x_sq, z_sq, out))
+
+    def _values_from_distances(self, D):
+        res = self._profile_inplace(D)
+        if res is not D:  # a profile that is not computed in place
+            D[...] = res
+        return D
+
+    def _derivatives_from_distances(self, D):
+        res = self._profile_derivative_inplace(D)
+        if res is not D:
+            D[...] = res
+        return D
+
+    def _gradient_sum(self, xp, X, Z, W, step):
+        sums = self._weighted_sums(xp, X, Z, W, step, derivative=True, moment=True)
+        return self._gradient_from_sums(Z, sums.total, sums.moment)
+
+    def _gradient_sum_block(self, X, Z, W, x_sq, z_sq):
+        sums = self._weighted_sums(array_namespace(X, Z, W), X, Z, W, max(X.shape[0], 1),
+                                   derivative=True, moment=True, x_sq=x_sq, z_sq=z_sq)
+        return self._gradient_from_sums(Z, sums.total, sums.moment)
+
 
 def _sqdist(X, Y, x_sq, y_sq, out=None):
     """Squared Euclidean distances ``||x||^2 + ||y||^2 - 2 x.y`` through one GEMM, clipped at 0.
@@ -405,15 +700,15 @@ def _sqdist(X, Y, x_sq, y_sq, out=None):
     return xp.clip_(D, lower=0.0)
 
 
-class RadialKernel(Kernel):
+class RadialKernel(_ProfileKernel, Kernel):
     """Kernel of the form ``k(x, y) = k(||x - y||^2)`` (the *profile*).
 
     Subclasses implement :meth:`profile` and :meth:`profile_derivative` (both as
     functions of ``r2 = ||x - y||^2``); Gram blocks, gradients and the pre-image
     fixed-point iteration (eq. 10) all follow from these two.
 
-    ``_profile_inplace(r2)`` may overwrite ``r2`` with ``k(r2)`` (and return it)
-    to save a temporary per block.
+    ``_profile_inplace(r2)`` and ``_profile_derivative_inplace(r2)`` may overwrite
+    ``r2`` with ``k(r2)`` / ``k'(r2)`` (and return it) to save temporaries per block.
     """
 
     is_radial = True
@@ -430,6 +725,9 @@ class RadialKernel(Kernel):
     def _profile_inplace(self, r2):
         return self.profile(r2)
 
+    def _profile_derivative_inplace(self, r2):
+        return self.profile_derivative(r2)
+
     def diag(self, X, *, backend=None):
         xp, to_numpy, X = self._prepare_one(X, backend)
         out = xp.full((X.shape[0],), float(self.profile(np.zeros(1))[0]), X.dtype)
@@ -441,25 +739,28 @@ class RadialKernel(Kernel):
     def _block(self, X, Y, x_sq, y_sq):
         return self._profile_inplace(_sqdist(X, Y, x_sq, y_sq))
 
-    def _block_into(self, X, Y, x_sq, y_sq, out):
-        res = self._profile_inplace(_sqdist(X, Y, x_sq, y_sq, out=out))
-        if res is not out:  # a profile that is not computed in place
-            out[...] = res
-        return out
+    @staticmethod
+    def _distances_into(X, Y, x_sq, y_sq, out):
+        return _sqdist(X, Y, x_sq, y_sq, out=out)
 
     def _gradient_rows(self, X, y):
         diff = y[None, :] - X
         r2 = array_namespace(diff).sqnorms(diff)
         return (2.0 * self.profile_derivative(r2))[:, None] * diff
 
-    def _gradient_sum_block(self, X, Z, W, x_sq, z_sq):
+    @staticmethod
+    def _gradient_from_sums(Z, total, moment):
         # sum_i W_iu 2 k'(r2_iu) (z_u - x_i) = 2 [ (sum_i M_iu) z_u - (M^T X)_u ],  M = W * k'
-        M = self.profile_derivative(_sqdist(X, Z, x_sq, z_sq))
-        M *= W
-        return 2.0 * (M.sum(axis=0)[:, None] * Z - M.T @ X)
+        G = Z * total[:, None]
+        G -= moment
+        G *= 2.0
+        return G
+
+    def _diag_gradient(self, xp, Z):
+        return xp.zeros(tuple(Z.shape), Z.dtype)
 
 
-class DotProductKernel(Kernel):
+class DotProductKernel(_ProfileKernel, Kernel):
     """Kernel of the form ``k(x, y) = f(x . y)``.
 
     Subclasses implement :meth:`profile` ``f(t)`` and :meth:`profile_derivative`
@@ -480,6 +781,9 @@ class DotProductKernel(Kernel):
     def _profile_inplace(self, t):
         return self.profile(t)
 
+    def _profile_derivative_inplace(self, t):
+        return self.profile_derivative(t)
+
     def diag(self, X, *, backend=None):
         xp, to_numpy, X = self._prepare_one(X, backend)
         out = self.profile(xp.sqnorms(X))
@@ -488,19 +792,19 @@ class DotProductKernel(Kernel):
     def _block(self, X, Y, x_sq, y_sq):
         return self._profile_inplace(X @ Y.T)
 
-    def _block_into(self, X, Y, x_sq, y_sq, out):
-        res = self._profile_inplace(array_namespace(X).matmul(X, Y.T, out=out))
-        if res is not out:
-            out[...] = res
-        return out
+    @staticmethod
+    def _distances_into(X, Y, x_sq, y_sq, out):
+        return array_namespace(X).matmul(X, Y.T, out=out)
 
     def _gradient_rows(self, X, y):
         return self.profile_derivative(X @ y)[:, None] * X
 
-    def _gradient_sum_block(self, X, Z, W, x_sq, z_sq):
-        M = self.profile_derivative(X @ Z.T)
-        M *= W
-        return M.T @ X
+    @staticmethod
+    def _gradient_from_sums(Z, total, moment):
+        return moment
+
+    def _diag_gradient(self, xp, Z):
+        return 2.0 * self.profile_derivative(xp.sqnorms(Z))[:, None] * Z
 
 
 @_register
@@ -546,6 +850,12 @@ class RBF(RadialKernel):
         r2 *= -self.gamma
         return array_namespace(r2).exp(r2, out=r2)
 
+    def _profile_derivative_inplace(self, r2):
+        r2 *= -self.gamma
+        array_namespace(r2).exp(r2, out=r2)
+        r2 *= -self.gamma
+        return r2
+
 
 @_register
 class InverseMultiquadric(RadialKernel):
@@ -571,6 +881,12 @@ class InverseMultiquadric(RadialKernel):
     def _profile_inplace(self, r2):
         r2 += 1.0
         return array_namespace(r2).power(r2, self.c, out=r2)
+
+    def _profile_derivative_inplace(self, r2):
+        r2 += 1.0
+        array_namespace(r2).power(r2, self.c - 1.0, out=r2)
+        r2 *= self.c
+        return r2
 
 
 @_register
@@ -627,6 +943,23 @@ class Polynomial(DotProductKernel):
             except FloatingPointError:
                 raise self._overflow(t.dtype) from None
 
+    def _profile_derivative_inplace(self, t):
+        d = self.degree
+        if d == 1:
+            t[...] = self.gamma
+            return t
+        t *= self.gamma
+        t += self.coef0
+        xp = array_namespace(t)
+        with np.errstate(over="raise"):
+            try:
+                if d > 2:
+                    xp.power(t, d - 1, out=t)
+                t *= d * self.gamma
+            except FloatingPointError:
+                raise self._overflow(t.dtype) from None
+        return t
+
 
 @_register
 class Sigmoid(DotProductKernel):
@@ -657,6 +990,15 @@ class Sigmoid(DotProductKernel):
         t += self.theta
         return array_namespace(t).tanh(t, out=t)
 
+    def _profile_derivative_inplace(self, t):
+        xp = array_namespace(t)
+        self._profile_inplace(t)
+        xp.multiply(t, t, out=t)
+        t *= -1.0
+        t += 1.0
+        t *= self.kappa
+        return t
+
 
 @_register
 class Linear(DotProductKernel):
@@ -673,6 +1015,10 @@ class Linear(DotProductKernel):
         return xp.ones_like(t if xp.name == "torch" else t.astype(float))
 
     def _profile_inplace(self, t):
+        return t
+
+    def _profile_derivative_inplace(self, t):
+        t[...] = 1.0
         return t
 
 

@@ -48,7 +48,6 @@ from sklearn.utils import check_random_state
 
 from .expansion import KernelExpansion
 from .kernels import Kernel, Linear, Polynomial, Sigmoid
-from .kernels import _sqdist as _engine_sqdist
 from .utils.validation import check_array, check_scalar
 
 __all__ = [
@@ -60,8 +59,6 @@ __all__ = [
     "preimage_objective",
 ]
 
-# Rows of the expansion processed at once when evaluating kernel blocks.
-_BLOCK_ELEMENTS = 2**22
 # |denominator| below this fraction of sum_i |gamma_i k'(r2_i)| counts as vanishing.
 _DENOMINATOR_RTOL = 1e-10
 _TINY = np.finfo(np.float64).tiny
@@ -158,40 +155,14 @@ def _check_common(expansion, z0, n_init, max_iter, tol, X_init, owner):
     return X, G, single, z0, n_init, max_iter, tol, X_init
 
 
-def _row_step(n_cols):
-    return max(1, _BLOCK_ELEMENTS // max(int(n_cols), 1))
-
-
-def _sqdist(A, B):
-    """Squared distances through the kernel engine's GEMM formula (one implementation)."""
-    return _engine_sqdist(A, B, np.einsum("ij,ij->i", A, A), np.einsum("ij,ij->i", B, B))
-
-
 def _inner_with_images(kernel, X, G, Z):
-    """``s[u] = Psi_u . Phi(z_u) = sum_i G[i, u] k(x_i, z_u)`` in row blocks."""
-    s = np.zeros(Z.shape[0])
-    step = _row_step(Z.shape[0])
-    for start in range(0, X.shape[0], step):
-        sl = slice(start, start + step)
-        s += np.einsum("iu,iu->u", kernel(X[sl], Z), G[sl])
-    return s
+    """``s[u] = Psi_u . Phi(z_u) = sum_i G[i, u] k(x_i, z_u)`` (the engine's weighted sums)."""
+    return np.asarray(kernel.weighted_sums(X, Z, G).total, dtype=np.float64)
 
 
 def _norm2(kernel, X, G):
     KG = kernel.mmv(X, X, G)
     return np.maximum(np.einsum("iu,iu->u", G, KG), 0.0)
-
-
-def _self_kernel_gradient(kernel, Z):
-    """Gradient of ``k(z, z)`` with respect to ``z`` for each row; shape of ``Z``."""
-    if kernel.is_radial:
-        return np.zeros_like(Z)
-    if kernel.is_dot_product:
-        t = np.einsum("ij,ij->i", Z, Z)
-        return 2.0 * np.asarray(kernel.profile_derivative(t), dtype=np.float64)[:, None] * Z
-    raise ValueError(
-        f"The gradient pre-image solver needs a radial or dot-product kernel; got {kernel!r}."
-    )
 
 
 def _evaluate(kernel, X, G, Z, norm2):
@@ -282,20 +253,13 @@ def _fixed_point_run(kernel, X, G, Z, max_iter, tol, rng):
     n_iter = np.zeros(m, dtype=int)
     converged = np.zeros(m, dtype=bool)
     active = np.arange(m)
-    step = _row_step(m)
+    x_sq = np.einsum("ij,ij->i", X, X)
     for it in range(1, max_iter + 1):
         Za = Z[active]
-        Ga = G[:, active]
-        num = np.zeros_like(Za)
-        den = np.zeros(active.size)
-        mag = np.zeros(active.size)
-        for start in range(0, X.shape[0], step):
-            sl = slice(start, start + step)
-            M = np.asarray(kernel.profile_derivative(_sqdist(X[sl], Za)), dtype=np.float64)
-            M *= Ga[sl]
-            num += M.T @ X[sl]
-            den += M.sum(axis=0)
-            mag += np.abs(M).sum(axis=0)
+        Ga = np.ascontiguousarray(G[:, active])
+        # eq. 10/48: denominator sum_i gamma_i k'(.), numerator sum_i gamma_i k'(.) x_i
+        den, num, mag = kernel.weighted_sums(X, Za, Ga, derivative=True, moment=True,
+                                             absolute=True, X_sqnorms=x_sq, check_input=False)
         vanishing = np.abs(den) <= _DENOMINATOR_RTOL * mag + _TINY
         ok = ~vanishing
         Znew = Za.copy()
@@ -429,7 +393,7 @@ def _gradient_run(kernel, X, G, Z0, norm2, max_iter, tol):
             return np.inf, np.zeros_like(flat)
         kzz = np.maximum(kzz, _TINY)
         grad_s = kernel.gradient_sum(X, Z, G)
-        grad_k = _self_kernel_gradient(kernel, Z)
+        grad_k = kernel.diag_gradient(Z)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             f = 1.0 - scale * s * s / kzz
             # d/dz [-s^2 / kzz] = -2 s grad_s / kzz + s^2 grad_kzz / kzz^2
@@ -585,8 +549,8 @@ def exact_dot_product(expansion):
             f"got {kernel!r}."
         )
     finv, (lo, hi) = inv
-    # k(x_j, e_i) = f(x_j[i]): the whole basis at once.
-    V = G.T @ np.asarray(kernel.profile(X), dtype=np.float64)  # (n_outputs, n_features)
+    # sum_j gamma_j k(x_j, e_i) for the whole basis e_1..e_N at once: K(E, X) @ G, E = I.
+    V = kernel.mmv(np.eye(X.shape[1]), X, G).T  # (n_outputs, n_features)
     inside = (V > lo) & (V < hi)
     eps = 1e-15
     Vc = np.clip(V, lo + eps, hi - eps) if np.isfinite(lo) else V

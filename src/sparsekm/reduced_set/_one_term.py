@@ -13,7 +13,10 @@ to any profile ``k(r2)``::
     c_j = sum_k G_jk (Psi^k . Phi(z)),
 
 run for a batch of starting points at once. Other kernels use L-BFGS on ``-S`` with
-the gradient assembled by ``kernel.gradient_sum``. With a single output this is
+the gradient assembled by ``kernel.gradient_sum``. Every kernel sum goes through the
+engine: the projections ``Psi^k . Phi(z)`` through ``kernel.mmv``, the sums of
+eq. 19 through ``kernel.weighted_sums(..., derivative=True)`` with weights computed
+from the kernel values (one distance computation per iteration). With a single output this is
 the one-term pre-image problem; ``construct`` uses :mod:`sparsekm.preimage` for that
 case and this module for the shared case.
 """
@@ -23,38 +26,39 @@ from __future__ import annotations
 import numpy as np
 from scipy import optimize
 
-from ..kernels import _sqdist as _engine_sqdist
-
 __all__ = ["one_term_shared", "shared_score"]
 
 
-def _sqdist(Y, y_sq, Z):
-    """Squared distances through the kernel engine's GEMM formula (one implementation)."""
-    return _engine_sqdist(Y, Z, y_sq, np.einsum("ij,ij->i", Z, Z))
+def _projections(kernel, Y, G, Z):
+    """``F[b, k] = Psi^k . Phi(z_b) = sum_j G[j, k] k(y_j, z_b)``, shape (B, n_out)."""
+    return kernel.mmv(Z, Y, G)
 
 
 def shared_score(kernel, Y, G, Z):
     """``S(z) = sum_k (Psi^k . Phi(z))^2 / k(z, z)`` for each row of ``Z`` (eq. 18)."""
-    F = G.T @ kernel(Y, Z)  # (n_out, B)
+    F = _projections(kernel, Y, G, Z)
     kzz = kernel.diag(Z)
-    return np.einsum("kb,kb->b", F, F) / np.maximum(kzz, 1e-300)
+    return np.einsum("bk,bk->b", F, F) / np.maximum(kzz, 1e-300)
 
 
 def _fixed_point_radial(kernel, Y, G, Z, max_iter, tol, rng):
     y_sq = np.einsum("ij,ij->i", Y, Y)
+
+    def weights(K):
+        # c_j of eq. 19, one column per start: sum_k G_jk (Psi^k . Phi(z)), with the
+        # projections Psi^k . Phi(z) = (G^T K)_k
+        return G @ (G.T @ K)
+
     n_iter = 0
     for n_iter in range(1, max_iter + 1):  # noqa: B007
-        R2 = _sqdist(Y, y_sq, Z)
-        F = G.T @ kernel.profile(R2)  # projections (n_out, B)
-        W = kernel.profile_derivative(R2)
-        W *= G @ F  # c_j k'(r2_j)
-        den = W.sum(axis=0)
-        scale = np.abs(W).sum(axis=0)
+        # sum_j c_j k'(r2_j), sum_j c_j k'(r2_j) y_j and sum_j |c_j k'(r2_j)|
+        den, num, scale = kernel.weighted_sums(Y, Z, weights, derivative=True, moment=True,
+                                               absolute=True, X_sqnorms=y_sq, check_input=False)
         bad = np.abs(den) <= 1e-12 * np.maximum(scale, 1e-300)
         if bad.any():
             # Denominator ~ 0: the iteration is undefined; restart from a random vector.
             den[bad] = 1.0
-        Z_new = (W.T @ Y) / den[:, None]
+        Z_new = num / den[:, None]
         if bad.any():
             Z_new[bad] = Y[rng.integers(Y.shape[0], size=int(bad.sum()))]
         step = np.max(np.abs(Z_new - Z), axis=1)
@@ -69,12 +73,12 @@ def _lbfgs_general(kernel, Y, G, Z0, max_iter, tol):
 
     def fun(theta):
         Z = theta.reshape(B, d)
-        F = G.T @ kernel(Y, Z)  # (n_out, B)
-        num = np.einsum("kb,kb->b", F, F)
+        F = _projections(kernel, Y, G, Z)  # (B, n_out)
+        num = np.einsum("bk,bk->b", F, F)
         kzz = np.maximum(kernel.diag(Z), 1e-300)
-        # grad of num_b = 2 sum_k F_kb sum_j G_jk grad k(y_j, z_b)
-        g_num = kernel.gradient_sum(Y, Z, 2.0 * (G @ F))
-        g_kzz = np.stack([2.0 * kernel.gradient_y(z[None, :], z)[0] for z in Z])
+        # grad of num_b = 2 sum_k F_bk sum_j G_jk grad k(y_j, z_b)
+        g_num = kernel.gradient_sum(Y, Z, 2.0 * (G @ F.T))
+        g_kzz = kernel.diag_gradient(Z)
         S = num / kzz
         g = g_num / kzz[:, None] - (num / kzz**2)[:, None] * g_kzz
         return -S.sum(), -g.ravel()

@@ -77,7 +77,7 @@ def _construct_block(kernel, X, A, n_vectors, *, n_init, max_iter, tol_step, tol
         """Best z for the residual Psi - sum_j Bo_j Phi(Zo_j) (eq. 76-77)."""
         Y = np.vstack([X, Zo])
         Gm = np.vstack([A, -Bo])
-        resid_x = P_x - kernel(X[cand_idx], Zo) @ Bo if Zo.shape[0] else P_x
+        resid_x = P_x - kernel.mmv(X[cand_idx], Zo, Bo) if Zo.shape[0] else P_x
         score_x = np.einsum("ij,ij->i", resid_x, resid_x) / kdiag
         order = np.argsort(-score_x)
         n_top = max(1, (n_init + 1) // 2)
@@ -110,7 +110,7 @@ def _construct_block(kernel, X, A, n_vectors, *, n_init, max_iter, tol_step, tol
         Kz_next[:m, m] = kz_new
         Kz_next[m, :m] = kz_new
         Kz_next[m, m] = kzz
-        c_new = kernel(z[None, :], X) @ A
+        c_new = kernel.mmv(z[None, :], X, A)
         C_next = np.vstack([C, c_new])
         B_next = _solve_kz(Kz_next, C_next)
         obj = objective(Kz_next, C_next, B_next)
@@ -141,7 +141,7 @@ def _construct_block(kernel, X, A, n_vectors, *, n_init, max_iter, tol_step, tol
             Kz_try[:, j] = k_row
             Kz_try[j, j] = kernel.diag(z[None, :])[0]
             C_try = C.copy()
-            C_try[j] = kernel(z[None, :], X) @ A
+            C_try[j] = kernel.mmv(z[None, :], X, A)
             B_try = _solve_kz(Kz_try, C_try, warn=False)
             obj_try = objective(Kz_try, C_try, B_try)
             if obj_try.sum() < obj.sum():
@@ -336,7 +336,7 @@ def _construct(expansion, kernel, X, A_all, n_vectors, shared, refine, tol, n_in
             blocks.append((Xg, Ag))
             paths.append(np.zeros((1, 1)))
             phase1.append(np.zeros(1))
-            norms.append(np.einsum("ij,ij->j", Ag, kernel(Xg) @ Ag) if rows.size
+            norms.append(np.einsum("ij,ij->j", Ag, kernel.mmv(Xg, Xg, Ag)) if rows.size
                          else np.zeros(len(grp)))
             continue
         Kg = kernel(Xg)
