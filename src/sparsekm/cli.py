@@ -186,7 +186,7 @@ def cmd_reproduce(args):
     from pathlib import Path
 
     from .reproduce import Context, discover
-    from .reproduce._report import run_all
+    from .reproduce._report import run_all, write_results
 
     registry = discover()
     names = args.names
@@ -218,11 +218,22 @@ def cmd_reproduce(args):
     if skipped:
         print(f"--skip-slow: not re-running {', '.join(skipped)}"
               + (f" (their sections in {results_path} are kept)" if results_path else ""))
-    _, seconds = run_all(registry, names, ctx, results_path=results_path)
+    if args.render_only:
+        if not results_path:
+            raise SystemExit(_usage_error("--render-only needs --write-results FILE or 'all'"))
+        write_results(results_path, registry, {}, mark_kept=False)
+        print(f"re-rendered {results_path} from the modules' section texts (nothing re-run)")
+        return 0
+    _, seconds, failed = run_all(registry, names, ctx, results_path=results_path,
+                                 keep_going=not args.debug)
     print(f"sparsekm reproduce: {len(names)} reproduction(s) in {seconds:.0f} s"
           + (f" ({len(skipped)} slow one(s) skipped)" if skipped else ""))
     if results_path:
         print(f"wrote {results_path}")
+    if failed:
+        print(f"sparsekm: error: {len(failed)} reproduction(s) failed: {', '.join(failed)}",
+              file=sys.stderr)
+        return 1
     return 0
 
 
@@ -428,6 +439,9 @@ def build_parser():
     p.add_argument("--skip-slow", action="store_true",
                    help="do not re-run the tables marked slow; keep their sections of the "
                         "results file, marked '(not re-run)'")
+    p.add_argument("--render-only", action="store_true",
+                   help="re-render the results file from the modules' section texts without "
+                        "running anything")
     p.add_argument("--write-results", metavar="FILE", default=None,
                    help="update FILE with the sections of the reproductions run, keeping the "
                         "others (default for 'all': docs/results.md; '-' to write nothing)")

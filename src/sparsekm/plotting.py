@@ -9,7 +9,20 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["image_grid", "savefig"]
+__all__ = [
+    "image_grid",
+    "savefig",
+    "approximation_mse_curves",
+    "decision_boundaries",
+    "plot_component_contours",
+    "plot_denoising_2d",
+    "plot_error_curves",
+    "error_vs_n_vectors",
+    "randomized_error_vs_bound",
+    "randomized_subspace_vs_bound",
+    "randomized_rounding_plot",
+    "randomized_projection_plot",
+]
 
 
 def _plt():
@@ -31,7 +44,7 @@ def savefig(fig, path, dpi=120):
 
 
 def image_grid(images, image_shape, *, titles=None, ncols=10, cmap="gray_r", suptitle=None,
-               path=None, symmetric=False):
+               path=None, symmetric=False, row_labels=None):
     """Show rows of ``images`` as a grid of ``image_shape`` pictures (e.g. 16x16 digits).
 
     Parameters
@@ -43,6 +56,8 @@ def image_grid(images, image_shape, *, titles=None, ncols=10, cmap="gray_r", sup
     ncols : int
     symmetric : bool
         Use a colour scale symmetric around 0 (for eigenvector images).
+    row_labels : list of str, optional
+        One label per row of the grid, written left of the row.
     path : str or Path, optional
         Save the figure there and return the path; otherwise return the figure.
     """
@@ -51,8 +66,13 @@ def image_grid(images, image_shape, *, titles=None, ncols=10, cmap="gray_r", sup
     n = images.shape[0]
     ncols = max(1, min(ncols, n))
     nrows = int(np.ceil(n / ncols))
-    fig, axes = plt.subplots(nrows, ncols, figsize=(1.2 * ncols, 1.35 * nrows), squeeze=False,
-                             layout="constrained")
+    # Cell height follows the image's aspect so that no spare height collects under the title.
+    cell_w = 1.2
+    cell_h = cell_w * image_shape[0] / image_shape[1] + (0.25 if titles is not None else 0.08)
+    extra_w = 0.9 if row_labels is not None else 0.0
+    fig, axes = plt.subplots(nrows, ncols, squeeze=False, layout="constrained",
+                             figsize=(cell_w * ncols + extra_w,
+                                      cell_h * nrows + (0.45 if suptitle else 0.0)))
     for i, ax in enumerate(axes.flat):
         ax.set_axis_off()
         if i >= n:
@@ -65,8 +85,12 @@ def image_grid(images, image_shape, *, titles=None, ncols=10, cmap="gray_r", sup
             ax.imshow(img, cmap=cmap)
         if titles is not None:
             ax.set_title(titles[i], fontsize=7)
+    if row_labels is not None:
+        for r, label in enumerate(row_labels[:nrows]):
+            axes[r, 0].text(-0.08, 0.5, label, transform=axes[r, 0].transAxes, ha="right",
+                            va="center", fontsize=10)
     if suptitle:
-        fig.suptitle(suptitle, fontsize=9)
+        fig.suptitle(suptitle, fontsize=min(12, max(9, 0.5 * ncols)))
     return savefig(fig, path) if path is not None else fig
 
 
@@ -340,4 +364,44 @@ def plot_error_curves(ns, curves, *, xlabel="number of components n", ylabel="MS
         ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
+    return savefig(fig, path) if path is not None else fig
+
+
+# -- Error against the number of expansion vectors, with the paper's points -------------
+def error_vs_n_vectors(curves, *, paper=None, baselines=None, xlabel="number of vectors",
+                       ylabel="test error (%)", title=None, path=None, logx=True):
+    """Our error curves (lines) with the paper's numbers overlaid (open markers).
+
+    Parameters
+    ----------
+    curves : dict of label -> (x, error)
+        Our measurements, one line each.
+    paper : dict of label -> (x, error), optional
+        The paper's points, drawn as large open markers without lines.
+    baselines : dict of label -> float, optional
+        Horizontal reference lines (e.g. the full SVM's error, ours and the paper's).
+    """
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.0, 4.0))
+    for i, (label, (x, err)) in enumerate(curves.items()):
+        ax.plot(x, err, "o-", color=f"C{i}", markersize=4, label=label)
+    markers = ["s", "D", "^", "v"]
+    for i, (label, (x, err)) in enumerate((paper or {}).items()):
+        ax.plot(x, err, markers[i % 4], markersize=9, markerfacecolor="none",
+                markeredgewidth=1.5, color="k" if i == 0 else f"C{i + len(curves)}", ls="none",
+                label=label)
+    for i, (label, value) in enumerate((baselines or {}).items()):
+        ax.axhline(value, color="0.4", ls=("--", ":", "-.")[i % 3], lw=1.0, label=label)
+    if logx:
+        from matplotlib.ticker import FuncFormatter
+
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
     return savefig(fig, path) if path is not None else fig

@@ -124,8 +124,10 @@ def parse_results(text):
     return out
 
 
-def _kept(record):
+def _kept(record, mark=True):
     """The kept block with its heading marked "(not re-run)" (once)."""
+    if not mark:
+        return record.block
     lines = record.block.split("\n")
     for i, line in enumerate(lines):
         if line.startswith("### "):
@@ -146,7 +148,7 @@ def _cell(text):
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def render_results(registry, records, *, run_info=""):
+def render_results(registry, records, *, run_info="", mark_kept=True):
     """The whole results file from the registry's sections and ``{name: Record}``."""
     groups = {}
     for entry in registry.values():
@@ -197,7 +199,7 @@ def render_results(registry, records, *, run_info=""):
             if rec is None:
                 out += [_placeholder(e), ""]
             else:
-                out += [rec.block if rec.rerun else _kept(rec), ""]
+                out += [rec.block if rec.rerun else _kept(rec, mark_kept), ""]
         outro = sec.outro
         if callable(outro):
             outro = outro({e.name: records[e.name] for e in entries if e.name in records})
@@ -206,32 +208,52 @@ def render_results(registry, records, *, run_info=""):
     return "\n".join(out).rstrip() + "\n"
 
 
-def write_results(path, registry, fresh, *, run_info=""):
-    """Merge ``fresh`` records with the blocks already in ``path`` and rewrite it."""
+def write_results(path, registry, fresh, *, run_info=None, mark_kept=True):
+    """Merge ``fresh`` records with the blocks already in ``path`` and rewrite it.
+
+    ``run_info=None`` keeps the previous file's "Last run" line; ``mark_kept=False``
+    only re-renders the section texts around unchanged blocks (``--render-only``).
+    """
     path = Path(path)
-    old = parse_results(path.read_text(encoding="utf-8")) if path.exists() else {}
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    old = parse_results(text)
+    if run_info is None:
+        m = re.search(r"^Last run: .*$", text, re.M)
+        run_info = m.group(0) if m else ""
     records = {name: rec for name, rec in old.items() if name in registry}
     records.update(fresh)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + f".{os.getpid()}.tmp")
-    tmp.write_text(render_results(registry, records, run_info=run_info), encoding="utf-8")
+    tmp.write_text(render_results(registry, records, run_info=run_info, mark_kept=mark_kept),
+                   encoding="utf-8")
     tmp.replace(path)
     return records
 
 
-def run_all(registry, names, ctx, *, results_path=None, echo=print):
+def run_all(registry, names, ctx, *, results_path=None, echo=print, keep_going=True):
     """Run ``names`` in order; after each, print it and (re)write ``results_path``.
 
-    Returns ``(results, seconds)``. The file is rewritten after every
-    reproduction so an interrupted run keeps what it finished.
+    Returns ``(results, seconds, failed_names)``. The file is rewritten after
+    every reproduction so an interrupted run keeps what it finished; with
+    ``keep_going`` a failing reproduction is reported and its previous block kept.
     """
     fresh, results = {}, []
     t_start = time.perf_counter()
     started = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    failed = []
     for name in names:
         t0 = time.perf_counter()
-        res = registry[name].func(ctx)
+        try:
+            res = registry[name].func(ctx)
+        except Exception as exc:
+            if not keep_going:
+                raise
+            # One failing table must not lose the others of a long `reproduce all`.
+            failed.append(name)
+            echo(f"sparsekm reproduce: {name} failed after {time.perf_counter() - t0:.0f} s: "
+                 f"{type(exc).__name__}: {exc}")
+            continue
         res.seconds = time.perf_counter() - t0
         results.append(res)
         echo(res.to_markdown())
@@ -239,10 +261,11 @@ def run_all(registry, names, ctx, *, results_path=None, echo=print):
             results_dir = Path(results_path).parent
             fresh[name] = record_from_result(res, ctx, results_dir)
             elapsed = time.perf_counter() - t_start
-            info = (f"Last run: {started}, re-ran {len(fresh)} of {len(registry)} "
-                    f"reproductions ({', '.join(f'`{n}`' for n in fresh)}) in "
-                    f"{_fmt_seconds(elapsed)}"
+            which = ("all" if len(fresh) == len(registry) else
+                     f"{len(fresh)} of {len(registry)}")
+            info = (f"Last run: {started}, re-ran {which} reproductions "
+                    f"({', '.join(f'`{n}`' for n in fresh)}) in {_fmt_seconds(elapsed)}"
                     + (f", load average {load:.1f} at the start" if load is not None else "")
                     + f"; seed {ctx.seed}" + (", --quick" if ctx.quick else "") + ".")
             write_results(results_path, registry, fresh, run_info=info)
-    return results, time.perf_counter() - t_start
+    return results, time.perf_counter() - t_start, failed

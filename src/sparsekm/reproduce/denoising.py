@@ -270,9 +270,11 @@ def usps_denoise(ctx):
     for r in range(len(shown[names[0]])):
         images += list(shown[names[0]][r]) + list(shown[names[1]][r])
     figs.append(image_grid(np.array(images), (16, 16), ncols=20,
-                           suptitle="USPS denoising (fig. 9). Rows: clean, noisy, linear PCA "
-                                    "n=1,4,16,64,256, kernel PCA n=1,4,16,64,256; left: Gaussian "
-                                    "noise, right: speckle",
+                           row_labels=["clean", "noisy"]
+                           + [f"linear PCA n={n}" for n in show_ns]
+                           + [f"kernel PCA n={n}" for n in show_ns],
+                           suptitle="USPS denoising (fig. 9): left ten columns Gaussian noise "
+                                    "(sigma = 0.5), right ten speckle (p = 0.2)",
                            path=ctx.out_dir / "usps_denoise_digits.png"))
 
     # Fig. 8: eigenvectors 2^0..2^8 — linear PCA, pre-images of V^k, and Phi(e_i) . V^k.
@@ -284,8 +286,8 @@ def usps_denoise(ctx):
     figs.append(image_grid(np.concatenate([lin_axes, pre, basis]), (16, 16), ncols=len(comps),
                            symmetric=True,
                            titles=[f"{k + 1}" for k in comps] * 3,
-                           suptitle="Eigenvectors 1, 2, 4, ..., 256 (fig. 8). Rows: linear PCA; "
-                                    "pre-images of V^k; pixel i = Phi(e_i) . V^k",
+                           row_labels=["linear PCA", "pre-image of V^k", "Phi(e_i) . V^k"],
+                           suptitle="Eigenvectors 1, 2, 4, ..., 256 (fig. 8)",
                            path=ctx.out_dir / "usps_eigenvectors.png"))
 
     paper_ratio = {"Gaussian (sigma = 0.5)": (1.6, 32, 512), "speckle (p = 0.2)": (1.2, 32, 256)}

@@ -247,9 +247,32 @@ def run_construct(ctx):
         images = np.vstack([b[0] for b in blocks])
         titles = [f"{v:+.2f}" for b in blocks for v in b[1]]
         figures.append(image_grid(images, (16, 16), titles=titles, ncols=20,
+                                  row_labels=[f"digit {d}" for d in range(len(blocks))],
                                   suptitle="RS-20 vectors of the ten one-vs-rest classifiers "
-                                           "(rows: digits 0-9; titles: beta)",
+                                           "(fig. 11; titles: coefficient beta)",
                                   path=ctx.out_dir / "usps_rs20_vectors.png"))
+    # Error against the reduction factor, the papers' points overlaid (254 SVs per classifier).
+    from ..plotting import error_vs_n_vectors
+
+    curves = {"RS-n, phase 1 (ours)": ([n_sv / n for n in sizes],
+                                       [keep[n][1]["keep"] for n in sizes])}
+    if refined:
+        curves["RS2-n, phase 2 (ours)"] = ([n_sv / n for n in refined],
+                                           [r["keep"] for r in refined.values()])
+    with_sweeps = {n: r for (n, k), r in sweeps.items() if k == 3}
+    if with_sweeps:
+        curves["RS-n + 3 sweeps (ours)"] = ([n_sv / n for n in with_sweeps],
+                                            [r["keep"] for r in with_sweeps.values()])
+    paper_rs = {n: float(v.rstrip("%")) for n, v in PAPER_RS.items() if v != "-"}
+    figures.append(error_vs_n_vectors(
+        curves, paper={"RS-n (paper, Table 1)": ([254 / n for n in paper_rs],
+                                                 list(paper_rs.values())),
+                       "RS2-25 (paper)": ([254 / 25], [4.7])},
+        baselines={f"full SVM, ours ({_err(E, Xte, yte):.2f} %)": _err(E, Xte, yte),
+                   "full SVM, paper (4.4 %)": 4.4},
+        xlabel="reduction factor (#SV / n, log scale)", ylabel="10-class test error (%)",
+        title="USPS reduced-set construction: error vs reduction factor (b kept)",
+        path=ctx.out_dir / "usps_rs_error_vs_reduction.png"))
     per_digit = _binary_errors(keep[25][1]["keep_expansion"], Xte, yte) if 25 in keep else None
     notes += [
         f"Baseline: ten one-vs-rest SVC(C=10, gamma=1/128), {n_sv:.1f} SVs per classifier on "
