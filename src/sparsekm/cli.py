@@ -88,14 +88,15 @@ def cmd_demo(args):
         # One row per binary classifier: its RS vectors by decreasing |coefficient|.
         coef = rs_for_figure.coef
         images, titles = [], []
-        for c, label in enumerate(ovr.classes_):
+        for c in range(len(ovr.classes_)):
             idx = np.flatnonzero(coef[:, c])
             idx = idx[np.argsort(-np.abs(coef[idx, c]), kind="stable")]
             images += list(rs_for_figure.vectors[idx])
-            titles += [f"{label}: {coef[i, c]:+.2f}" for i in idx]
+            titles += [f"{coef[i, c]:+.2f}" for i in idx]
         path = image_grid(np.array(images), (8, 8), titles=titles, ncols=10,
+                          row_labels=[f"class {label}" for label in ovr.classes_],
                           suptitle="RS-10 vectors of each one-vs-rest classifier "
-                                   "(row = class; class: coefficient)",
+                                   "(titles: coefficient beta)",
                           path=Path(args.out) / "demo_rs_vectors.png")
         print(f"wrote {path}")
     return 0

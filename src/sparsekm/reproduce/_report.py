@@ -263,8 +263,9 @@ def run_all(registry, names, ctx, *, results_path=None, echo=print, keep_going=T
             elapsed = time.perf_counter() - t_start
             which = ("all" if len(fresh) == len(registry) else
                      f"{len(fresh)} of {len(registry)}")
-            info = (f"Last run: {started}, re-ran {which} reproductions "
-                    f"({', '.join(f'`{n}`' for n in fresh)}) in {_fmt_seconds(elapsed)}"
+            listed = "" if which == "all" else f" ({', '.join(f'`{n}`' for n in fresh)})"
+            info = (f"Last run: {started}, re-ran {which} reproductions{listed} in "
+                    f"{_fmt_seconds(elapsed)}"
                     + (f", load average {load:.1f} at the start" if load is not None else "")
                     + f"; seed {ctx.seed}" + (", --quick" if ctx.quick else "") + ".")
             write_results(results_path, registry, fresh, run_info=info)
