@@ -137,3 +137,16 @@ def test_every_real_reproduction_has_a_section():
         sec = rep.section_of(entry)
         assert sec is not None, entry.name
         assert sec.title and sec.intro, entry.name
+
+
+def test_placeholders_are_not_records(fake_registry, tmp_path):
+    text = _run(tmp_path, "all", "--skip-slow")
+    assert set(parse_results(text)) == {"fast"}
+
+
+def test_render_only_keeps_blocks_unmarked(fake_registry, tmp_path):
+    _run(tmp_path, "all")
+    text = _run(tmp_path, "all", "--render-only")
+    assert fake_registry["fast"] == 1 and fake_registry["slow"] == 1  # nothing re-run
+    assert NOT_RERUN + " |" not in text and "### Slow table\n" in text
+    assert "re-ran all reproductions" in text  # the previous "Last run" line is kept

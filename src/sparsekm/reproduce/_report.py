@@ -102,7 +102,10 @@ def record_from_result(res: Result, ctx, results_dir, date=None):
 
 
 def parse_results(text):
-    """``{name: Record}`` of every block in a results file (``rerun=False``)."""
+    """``{name: Record}`` of every block in a results file (``rerun=False``).
+
+    Placeholders of reproductions never run (no hidden record) are skipped.
+    """
     out = {}
     for m in _BEGIN.finditer(text):
         name = m.group(1)
@@ -110,13 +113,13 @@ def parse_results(text):
         if end < 0:
             continue
         block = text[m.start():end + len(f"<!-- sparsekm:end {name} -->")]
-        payload = {}
         rec = _RECORD.search(block)
-        if rec:
-            try:
-                payload = json.loads(rec.group(1))
-            except json.JSONDecodeError:
-                payload = {}
+        if rec is None:  # a "not run yet" placeholder
+            continue
+        try:
+            payload = json.loads(rec.group(1))
+        except json.JSONDecodeError:
+            payload = {}
         targets = [Target(**t) for t in payload.get("targets", [])
                    if isinstance(t, dict) and {"target", "ours"} <= set(t)]
         out[name] = Record(name, block, targets, payload.get("data") or {},
@@ -184,7 +187,7 @@ def render_results(registry, records, *, run_info="", mark_kept=True):
         for e in entries:
             rec = records.get(e.name)
             for t in rec.targets if rec else []:
-                src = f"`{e.name}`" + ("" if rec.rerun else f" {NOT_RERUN}")
+                src = f"`{e.name}`" + ("" if rec.rerun or not mark_kept else f" {NOT_RERUN}")
                 rows.append(f"| {_cell(t.target)} | {_cell(t.ours)} | {_cell(t.paper)} | "
                             f"{_cell(t.verdict())} | {src} |")
         if sec.targets is not None:
