@@ -188,10 +188,15 @@ def render(modules=MODULES):
             sig = _signature(obj) if kind in ("class", "function") else None
             out += [f"### `{qual}`", "", f"*{kind}*" + (f" `{attr}{sig}`" if sig else ""), ""]
             if kind == "data":
-                text = _ADDRESS.sub("", repr(obj))
-                if len(text) > 200:
-                    text = text[:200] + " ..."
-                out += [f"Value: `{text}`", ""]
+                # Only immutable values: a registry or cache filled at run time would make
+                # the file depend on what was imported before.
+                if isinstance(obj, (str, int, float, bool, tuple, frozenset)):
+                    text = _ADDRESS.sub("", repr(obj))
+                    if len(text) > 200:
+                        text = text[:200] + " ..."
+                    out += [f"Value: `{text}`", ""]
+                else:
+                    out += [f"A `{type(obj).__name__}`.", ""]
                 continue
             out += _doc_block(obj)
             if kind == "class" and not issubclass(obj, BaseException):
