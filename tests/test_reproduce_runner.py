@@ -35,7 +35,7 @@ def fake_registry(monkeypatch):
 
     def slow(ctx):
         calls["slow"] += 1
-        return Result("slow", "Slow table", "| x |\n|---|\n| 7 |",
+        return Result("slow", "Slow table", "### (a) part\n\n| x |\n|---|\n| 7 |",
                       targets=[Target("ratio >= 1.6", "1.4", "1.6", False)],
                       data={"value": 7})
 
@@ -65,6 +65,7 @@ def test_all_writes_every_section_with_targets(fake_registry, tmp_path, capsys):
     assert "| ratio >= 1.6 | 1.4 | 1.6 | **no** | `slow` |" in text
     assert "| benchmark speed | 3x | - | yes | benchmark |" in text
     assert "Summary over slow=7" in text  # section outro computed from the records' data
+    assert "\n#### (a) part\n" in text  # sub-headings sit below the result's ### heading
     # command and run time per section; figure linked relative to the results file
     assert "Command: `sparsekm reproduce fast` · run time" in text
     assert "![fast](figures/fast.png)" in text

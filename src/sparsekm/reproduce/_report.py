@@ -62,6 +62,11 @@ def _fmt_seconds(s):
     return f"{s:.0f} s ({s / 60:.1f} min)"
 
 
+def _demote(markdown):
+    """Headings inside a result sit below its ``###`` heading: at least ``####``."""
+    return re.sub(r"^#{1,3} ", "#### ", markdown, flags=re.M)
+
+
 def command_line(name, ctx):
     cmd = f"sparsekm reproduce {name}"
     if ctx.quick:
@@ -80,8 +85,8 @@ def record_from_result(res: Result, ctx, results_dir, date=None):
              f"Command: `{command_line(res.name, ctx)}` · run time {_fmt_seconds(res.seconds)} "
              f"· {date}", ""]
     if res.intro:
-        lines += [res.intro.strip(), ""]
-    lines += [res.table.strip(), ""]
+        lines += [_demote(res.intro.strip()), ""]
+    lines += [_demote(res.table.strip()), ""]
     if res.notes:
         lines += [f"- {n}" for n in res.notes] + [""]
     for fig in res.figures:

@@ -194,12 +194,12 @@ def run(ctx: Context) -> Result:
     figures.append(plotting.randomized_subspace_vs_bound(
         curves, path=ctx.out_dir / "randomized_subspace.png",
         title=f"Theorem 2 (m={m})"))
-    lines += ["### (a) Theorem 1: ‖K̂ − K‖ vs 4σ√m", "",
+    lines += ["#### (a) Theorem 1: ‖K̂ − K‖ vs 4σ√m", "",
               "| scheme | sigma | measured ‖E_K‖ | 4 sigma sqrt(m) | ratio | "
               "sigma_rms sqrt(m) (lower bound) | holds | storage MiB |",
               "|---|---|---|---|---|---|---|---|", *rows_a, "",
               f"Dense K: {m * m * 8 / 2**20:.1f} MiB. Paper: bound only (no numbers).", "",
-              "### (b) Theorem 2 (subspace distance) and Theorem 3 (feature error)", "",
+              "#### (b) Theorem 2 (subspace distance) and Theorem 3 (feature error)", "",
               "| scheme | l | ‖F̂ᵀF⊥‖ | Theorem 2 bound | non-vacuous | c | "
               "max_x ‖f̂(x) − R f(x)‖ / ‖v‖ | Theorem 3 bound 1/c |",
               "|---|---|---|---|---|---|---|---|", *rows_b, ""]
@@ -265,7 +265,7 @@ def run(ctx: Context) -> Result:
     figures.append(plotting.randomized_rounding_plot(
         plot_rows, path=ctx.out_dir / "randomized_rounding.png",
         title=f"Theorem 5, eps = {eps}: randomized rounding on {data_name.split(' ')[0]}"))
-    lines += ["### (c) Theorem 5: randomized rounding of expansions (eps = 0.5, c = 1)", "",
+    lines += ["#### (c) Theorem 5: randomized rounding of expansions (eps = 0.5, c = 1)", "",
               "| expansion | m terms | T | s | non-zero terms (max) | bound 4cm/(eps T) | "
               "fraction non-trivial | fraction meeting guarantee | theorem's probability | "
               "sign agreement with exact | test error exact / rounded |",
@@ -315,7 +315,7 @@ def run(ctx: Context) -> Result:
     figures.append(plotting.randomized_projection_plot(
         dims, fractions, target, accs, acc_exact, path=ctx.out_dir / "randomized_projection.png",
         title=f"Theorem 6, eps = {eps6}, beta = {beta}, n = {n_pts} (theorem's s = {s_theorem})"))
-    lines += [f"### (d) Theorem 6: random projections (eps = {eps6}, beta = {beta}, "
+    lines += [f"#### (d) Theorem 6: random projections (eps = {eps6}, beta = {beta}, "
               f"n = {n_train} train + {Xt.shape[0]} test = {n_pts})", "",
               f"Theorem: with s = {s_theorem} all pairs are within (1 +- eps) with probability "
               f">= 1 - 1/n^beta = {target:.6f}. Exact-kernel 10-class SVM (C = 10, trained on "
