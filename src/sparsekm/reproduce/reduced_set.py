@@ -175,7 +175,7 @@ def _fmt_row(name, n_avg, n_sv, r, paper, rel=None, collect=None):
 
 
 _HEADER = ("| system | vectors / classifier | reduction | ours, b kept | ours, b~ per classifier "
-           "| ours, b~ joint | paper | rel. ||Psi-Psi'||^2 |\n|---|---|---|---|---|---|---|---|")
+           "| ours, b~ joint | paper | rel. ‖Ψ−Ψ'‖² |\n|---|---|---|---|---|---|---|---|")
 
 
 def _baseline_row(E, ovr, Xte, yte):
@@ -477,7 +477,7 @@ def run_shared(ctx):
     res = construct(Ec, n_max, shared=True, random_state=ctx.seed, progress=ctx.progress)
     secs = time.perf_counter() - t0
     rows = ["| system | shared vectors (total) | kernel evals / sample vs separate RS-n | ours, b "
-            "kept | ours, b~ per classifier | ours, b~ joint | rel. sum ||Psi-Psi'||^2 |",
+            "kept | ours, b~ per classifier | ours, b~ joint | rel. Σ‖Ψ−Ψ'‖² |",
             "|---|---|---|---|---|---|---|",
             f"| SV (baseline) | {Ec.n_terms} distinct SVs | - | {_err(E, Xte, yte):.2f}% | - | - | 0 |"]
     norm2 = Ec.norm2()
