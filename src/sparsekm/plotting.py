@@ -9,7 +9,20 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["image_grid", "savefig"]
+__all__ = [
+    "image_grid",
+    "savefig",
+    "approximation_mse_curves",
+    "decision_boundaries",
+    "plot_component_contours",
+    "plot_denoising_2d",
+    "plot_error_curves",
+    "error_vs_n_vectors",
+    "randomized_error_vs_bound",
+    "randomized_subspace_vs_bound",
+    "randomized_rounding_plot",
+    "randomized_projection_plot",
+]
 
 
 def _plt():
@@ -31,7 +44,7 @@ def savefig(fig, path, dpi=120):
 
 
 def image_grid(images, image_shape, *, titles=None, ncols=10, cmap="gray_r", suptitle=None,
-               path=None, symmetric=False):
+               path=None, symmetric=False, row_labels=None):
     """Show rows of ``images`` as a grid of ``image_shape`` pictures (e.g. 16x16 digits).
 
     Parameters
@@ -43,6 +56,8 @@ def image_grid(images, image_shape, *, titles=None, ncols=10, cmap="gray_r", sup
     ncols : int
     symmetric : bool
         Use a colour scale symmetric around 0 (for eigenvector images).
+    row_labels : list of str, optional
+        One label per row of the grid, written left of the row.
     path : str or Path, optional
         Save the figure there and return the path; otherwise return the figure.
     """
@@ -51,8 +66,13 @@ def image_grid(images, image_shape, *, titles=None, ncols=10, cmap="gray_r", sup
     n = images.shape[0]
     ncols = max(1, min(ncols, n))
     nrows = int(np.ceil(n / ncols))
-    fig, axes = plt.subplots(nrows, ncols, figsize=(1.2 * ncols, 1.35 * nrows), squeeze=False,
-                             layout="constrained")
+    # Cell height follows the image's aspect so that no spare height collects under the title.
+    cell_w = 1.2
+    cell_h = cell_w * image_shape[0] / image_shape[1] + (0.25 if titles is not None else 0.08)
+    extra_w = 0.9 if row_labels is not None else 0.0
+    fig, axes = plt.subplots(nrows, ncols, squeeze=False, layout="constrained",
+                             figsize=(cell_w * ncols + extra_w,
+                                      cell_h * nrows + (0.45 if suptitle else 0.0)))
     for i, ax in enumerate(axes.flat):
         ax.set_axis_off()
         if i >= n:
@@ -65,8 +85,12 @@ def image_grid(images, image_shape, *, titles=None, ncols=10, cmap="gray_r", sup
             ax.imshow(img, cmap=cmap)
         if titles is not None:
             ax.set_title(titles[i], fontsize=7)
+    if row_labels is not None:
+        for r, label in enumerate(row_labels[:nrows]):
+            axes[r, 0].text(-0.08, 0.5, label, transform=axes[r, 0].transAxes, ha="right",
+                            va="center", fontsize=10)
     if suptitle:
-        fig.suptitle(suptitle, fontsize=9)
+        fig.suptitle(suptitle, fontsize=min(12, max(9, 0.5 * ncols)))
     return savefig(fig, path) if path is not None else fig
 
 
@@ -133,8 +157,11 @@ def randomized_subspace_vs_bound(curves, *, path=None,
         color = f"C{i}"
         ax.plot(ells, dist, "o-", color=color, ms=3, label=f"{label} measured")
         ax.plot(ells, np.minimum(bound, 10.0), "--", color=color, label=f"{label} bound")
+    from matplotlib.ticker import MaxNLocator
+
     ax.axhline(1.0, color="gray", lw=0.8)
     ax.set_yscale("log")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("number of components l")
     ax.set_ylabel("sin of largest principal angle")
     ax.set_title(title + " (bounds >= 1 are vacuous; clipped at 10)", fontsize=9)
@@ -160,6 +187,8 @@ def randomized_rounding_plot(rows, *, path=None, title="Theorem 5: randomized ro
     ax2.axhline(1.0, color="k", lw=0.8)
     ax2.set_ylim(0.0, 1.05)
     ax2.set_xticks(x, labels, rotation=45, ha="right", fontsize=6)
+    ax1.set_ylabel("non-zero terms (log scale)")
+    ax2.set_ylabel("fraction")
     ax1.set_title("non-zero terms vs Theorem 5 bound", fontsize=8)
     ax2.set_title("fraction of (x, feature) meeting (1 +- eps) or both trivial", fontsize=8)
     fig.suptitle(title, fontsize=9)
@@ -190,11 +219,22 @@ def decision_boundaries(panels, X, y, *, path=None, suptitle=None, resolution=20
     nrows = int(np.ceil(len(panels) / ncols))
     fig, axes = plt.subplots(nrows, ncols, figsize=(5 * ncols, 4.2 * nrows), squeeze=False)
     classes = np.unique(y)
-    for ax, panel in zip(axes.flat, panels, strict=False):
+    for k, (ax, panel) in enumerate(zip(axes.flat, panels, strict=False)):
         for c, marker, color in zip(classes, ("o", "x"), ("tab:blue", "tab:red"), strict=False):
             pts = X[y == c]
             ax.scatter(pts[:, 0], pts[:, 1], s=10, marker=marker, c=color, linewidths=0.8,
-                       alpha=0.7)
+                       alpha=0.7, label=f"class {c:g}")
+        if k == 0:
+            from matplotlib.lines import Line2D
+
+            handles = ax.get_legend_handles_labels()[0] + [
+                Line2D([], [], color="k", lw=1.5, label="full training set"),
+                Line2D([], [], color="g", lw=1.5, ls="--", label="approximated"),
+                Line2D([], [], marker="o", ms=10, mfc="none", mec="k", ls="none",
+                       label="basis vectors")]
+            ax.legend(handles=handles, fontsize=7, loc="lower left")
+        ax.set_xlabel("x1")
+        ax.set_ylabel("x2")
         ax.contour(gx, gy, panel["full"](grid).reshape(gx.shape), levels=[0.0], colors="k",
                    linestyles="solid", linewidths=1.5)
         ax.contour(gx, gy, panel["approx"](grid).reshape(gx.shape), levels=[0.0], colors="g",
@@ -219,10 +259,14 @@ def randomized_projection_plot(dims, fractions, target, accuracy=None, exact_acc
     plt = _plt()
     ncols = 2 if accuracy is not None else 1
     fig, axes = plt.subplots(1, ncols, figsize=(5.0 * ncols, 3.6), squeeze=False)
+    from matplotlib.ticker import FuncFormatter
+
+    plain = FuncFormatter(lambda v, _: f"{v:g}")
     ax = axes[0, 0]
     ax.plot(dims, fractions, "o-", label="measured")
     ax.axhline(target, color="k", ls="--", label="theorem: 1 - 1/n^beta (all pairs)")
     ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(plain)
     ax.set_xlabel("projected dimension s")
     ax.set_ylabel("fraction of pairs within 1 +- eps")
     ax.legend(fontsize=7)
@@ -232,6 +276,7 @@ def randomized_projection_plot(dims, fractions, target, accuracy=None, exact_acc
         if exact_accuracy is not None:
             ax.axhline(exact_accuracy, color="k", ls="--", label="exact RBF")
         ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(plain)
         ax.set_xlabel("projected dimension s")
         ax.set_ylabel("test accuracy")
         ax.legend(fontsize=7)
@@ -287,22 +332,28 @@ def plot_denoising_2d(panels, *, ncols=3, reference=None, path=None, lines=True)
     panels : list of (title, X_noisy, Z)
         One panel each; ``Z`` may be ``None`` to show the data only.
     reference : array-like of shape (n_points, 2), optional
-        A curve or set of points drawn in grey in every panel (the true sources).
+        The noise-free truth in every panel: a curve (drawn as a grey line) or, with at
+        most 20 rows, a set of source points (drawn as black crosses).
     lines : bool
         Draw a segment from each noisy point to its denoised version (figs. 5-7).
     """
     plt = _plt()
     n = len(panels)
+    points = reference is not None and len(reference) <= 20
     ncols = max(1, min(ncols, n))
     nrows = int(np.ceil(n / ncols))
-    fig, axes = plt.subplots(nrows, ncols, figsize=(3.2 * ncols, 3.0 * nrows), squeeze=False)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.2 * ncols, 3.0 * nrows + 0.3),
+                             squeeze=False, layout="constrained")
     for ax in axes.flat[n:]:
         ax.set_axis_off()
     for ax, (title, Xn, Z) in zip(axes.flat, panels, strict=False):
         Xn = np.asarray(Xn, dtype=float)
         if reference is not None:
             ref = np.asarray(reference, dtype=float)
-            ax.plot(ref[:, 0], ref[:, 1], "-", color="0.75", linewidth=1.0)
+            if points:
+                ax.plot(ref[:, 0], ref[:, 1], "x", color="k", markersize=9, mew=2, zorder=5)
+            else:
+                ax.plot(ref[:, 0], ref[:, 1], "-", color="0.75", linewidth=1.0)
         ax.plot(Xn[:, 0], Xn[:, 1], ".", color="0.4", markersize=2)
         if Z is not None:
             Z = np.asarray(Z, dtype=float)
@@ -312,6 +363,18 @@ def plot_denoising_2d(panels, *, ncols=3, reference=None, path=None, lines=True)
                     ax.plot(s[:, 0], s[:, 1], "-", color="tab:blue", linewidth=0.4, alpha=0.6)
             ax.plot(Z[:, 0], Z[:, 1], "o", color="tab:red", markersize=3)
         ax.set_title(title, fontsize=8)
+        if ax is axes.flat[n - 1] and any(p[2] is not None for p in panels):
+            from matplotlib.lines import Line2D
+
+            handles = [Line2D([], [], marker=".", color="0.4", ls="none", label="noisy"),
+                       Line2D([], [], marker="o", ms=4, color="tab:red", ls="none",
+                              label="denoised")]
+            if reference is not None:
+                handles.append(Line2D([], [], marker="x", color="k", ls="none", mew=2,
+                                      label="true sources") if points else
+                               Line2D([], [], color="0.75", label="noise-free curve"))
+            fig.legend(handles=handles, loc="outside lower center", ncol=len(handles),
+                       fontsize=8)
         ax.set_aspect("equal", adjustable="datalim")
         ax.set_xticks([])
         ax.set_yticks([])
@@ -328,16 +391,63 @@ def plot_error_curves(ns, curves, *, xlabel="number of components n", ylabel="MS
     curves : dict of label -> array of errors
     """
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(5.2, 3.6))
+    outside = len(curves) > 4
+    fig, ax = plt.subplots(figsize=(8.0 if outside else 5.2, 3.6), layout="constrained")
     for label, err in curves.items():
         x = ns[label] if isinstance(ns, dict) else ns
         ax.plot(x, err, "o-", markersize=3, label=label)
     if logx:
+        from matplotlib.ticker import FuncFormatter
+
         ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if title:
         ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3)
+    if outside:
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    else:
+        ax.legend(fontsize=7)
+    return savefig(fig, path) if path is not None else fig
+
+
+# -- Error against the number of expansion vectors, with the paper's points -------------
+def error_vs_n_vectors(curves, *, paper=None, baselines=None, xlabel="number of vectors",
+                       ylabel="test error (%)", title=None, path=None, logx=True):
+    """Our error curves (lines) with the paper's numbers overlaid (open markers).
+
+    Parameters
+    ----------
+    curves : dict of label -> (x, error)
+        Our measurements, one line each.
+    paper : dict of label -> (x, error), optional
+        The paper's points, drawn as large open markers without lines.
+    baselines : dict of label -> float, optional
+        Horizontal reference lines (e.g. the full SVM's error, ours and the paper's).
+    """
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.0, 4.0))
+    for i, (label, (x, err)) in enumerate(curves.items()):
+        ax.plot(x, err, "o-", color=f"C{i}", markersize=4, label=label)
+    markers = ["s", "D", "^", "v"]
+    for i, (label, (x, err)) in enumerate((paper or {}).items()):
+        ax.plot(x, err, markers[i % 4], markersize=9, markerfacecolor="none",
+                markeredgewidth=1.5, color="k" if i == 0 else f"C{i + len(curves)}", ls="none",
+                label=label)
+    for i, (label, value) in enumerate((baselines or {}).items()):
+        ax.axhline(value, color="0.4", ls=("--", ":", "-.")[i % 3], lw=1.0, label=label)
+    if logx:
+        from matplotlib.ticker import FuncFormatter
+
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=7)
+    fig.tight_layout()
     return savefig(fig, path) if path is not None else fig

@@ -1,19 +1,28 @@
-"""Paper reproductions, run with ``sparsekm reproduce NAME``.
+"""Paper reproductions, run with ``sparsekm reproduce NAME`` (or ``all``).
 
 Each module in this package registers one or more reproductions with
 :func:`register`. A reproduction is a function ``run(ctx) -> Result`` that
 prints nothing itself; the CLI prints the returned table (ours beside the
 paper's) and the paths of the figures it wrote.
+
+A module also declares ``SECTION = Section(...)``: the title, the setting
+paragraph(s) and the order of its part of ``docs/results.md``. Everything in
+that file comes from the modules -- the section texts, each result's table,
+notes and figures, and the "targets: ours vs paper, met?" summary built from
+every :class:`Target` a result reports -- so ``sparsekm reproduce all``
+regenerates it (see :mod:`sparsekm.reproduce._report`).
 """
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["register", "REGISTRY", "Result", "Context", "discover"]
+__all__ = ["register", "REGISTRY", "Result", "Context", "Target", "Section", "discover"]
 
 
 @dataclass
@@ -28,8 +37,50 @@ class Context:
 
 
 @dataclass
+class Target:
+    """One row of a section's summary: a target of the issue, ours beside the paper's.
+
+    ``met`` is True/False, None (no verdict, e.g. qualitative) or a short text
+    ("yes with sweeps").
+    """
+
+    target: str
+    ours: str
+    paper: str = "-"
+    met: bool | str | None = None
+
+    def verdict(self):
+        if self.met is True:
+            return "yes"
+        if self.met is False:
+            return "**no**"
+        return "-" if self.met is None else str(self.met)
+
+
+@dataclass
 class Result:
-    """A reproduction's outcome: a Markdown table with ours beside the paper's."""
+    """A reproduction's outcome: a Markdown table with ours beside the paper's.
+
+    Parameters
+    ----------
+    name, title : str
+        Registry name and the heading in ``docs/results.md``.
+    table : str
+        Markdown (one or more tables, sub-headings allowed).
+    notes : list of str
+        Bullets after the table: setting, protocol, differences from the paper.
+    figures : list of path
+        Figures written to ``ctx.out_dir``.
+    seconds : float, optional
+        Run time; set by the runner.
+    intro : str
+        A paragraph before the table.
+    targets : list of Target
+        Rows for the section's "targets: ours vs paper, met?" summary.
+    data : dict
+        JSON-serialisable raw numbers kept in ``docs/results.md`` (hidden), so a
+        section's cross-result summary can be rebuilt without re-running.
+    """
 
     name: str
     title: str
@@ -37,15 +88,53 @@ class Result:
     notes: list[str] = field(default_factory=list)
     figures: list[str] = field(default_factory=list)
     seconds: float | None = None
+    intro: str = ""
+    targets: list[Target] = field(default_factory=list)
+    data: dict = field(default_factory=dict)
 
     def to_markdown(self):
-        lines = [f"## {self.title} (`sparsekm reproduce {self.name}`)", "", self.table, ""]
+        lines = [f"## {self.title} (`sparsekm reproduce {self.name}`)", ""]
+        if self.intro:
+            lines += [self.intro, ""]
+        lines += [self.table, ""]
         lines += [f"- {n}" for n in self.notes]
         if self.seconds is not None:
             lines.append(f"- Run time: {self.seconds:.0f} s on this machine.")
         for f in self.figures:
             lines.append(f"- Figure: `{f}`")
+        if self.targets:
+            lines += ["", "| target | ours | paper | met? |", "|---|---|---|---|"]
+            lines += [f"| {t.target} | {t.ours} | {t.paper} | {t.verdict()} |"
+                      for t in self.targets]
         return "\n".join(lines) + "\n"
+
+
+@dataclass
+class Section:
+    """One part of ``docs/results.md``: the reproductions of one paper / issue.
+
+    Parameters
+    ----------
+    title : str
+        ``## `` heading.
+    intro : str
+        Markdown before the summary table: paper, setting, commands.
+    outro : str or callable
+        Markdown after the results; a callable gets ``{name: record}`` (each
+        record has ``targets``, ``data``, ``seconds``; see ``_report.Record``)
+        for summaries across the section's results.
+    targets : callable, optional
+        ``targets() -> list of Target`` for targets not measured by a
+        reproduction (e.g. read from ``benchmarks/results/*.json``).
+    order : int
+        Position in the file (sections sorted by it).
+    """
+
+    title: str
+    intro: str = ""
+    outro: str | Callable = ""
+    targets: Callable | None = None
+    order: int = 100
 
 
 @dataclass
@@ -54,23 +143,38 @@ class _Entry:
     description: str
     func: object
     slow: bool = False
+    module: str = ""
+    section: Section | None = None
 
 
 REGISTRY: dict[str, _Entry] = {}
 
 
-def register(name, description, slow=False):
-    """Decorator registering ``func(ctx) -> Result`` as reproduction ``name``."""
+def register(name, description, slow=False, section=None):
+    """Decorator registering ``func(ctx) -> Result`` as reproduction ``name``.
+
+    ``slow=True`` marks a table that takes minutes: ``reproduce all --skip-slow``
+    keeps its previous section instead of re-running it. ``section`` defaults to
+    the module's ``SECTION``.
+    """
 
     def deco(func):
-        REGISTRY[name] = _Entry(name, description, func, slow)
+        REGISTRY[name] = _Entry(name, description, func, slow, func.__module__, section)
         return func
 
     return deco
 
 
+def section_of(entry):
+    """The :class:`Section` of a registered entry (its module's ``SECTION``)."""
+    if entry.section is None:
+        entry.section = getattr(sys.modules.get(entry.module), "SECTION", None)
+    return entry.section
+
+
 def discover():
     """Import every module of this package so that its reproductions register."""
     for mod in pkgutil.iter_modules(__path__):
-        importlib.import_module(f"{__name__}.{mod.name}")
+        if not mod.name.startswith("_"):
+            importlib.import_module(f"{__name__}.{mod.name}")
     return REGISTRY

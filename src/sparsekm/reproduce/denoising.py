@@ -18,7 +18,31 @@ import numpy as np
 from ..kernels import RBF
 from ..models.kernel_pca import KernelPCA, linear_pca_denoise
 from ..utils.progress import progress
-from . import Result, register
+from . import Result, Section, Target, register
+
+SECTION = Section(
+    title="Pre-images and kernel PCA denoising (issue 3)",
+    order=3,
+    intro="""\
+*Input space vs. feature space in kernel-based methods* (Schölkopf et al., IEEE TNN 1999),
+section VI-A: kernel PCA denoising by projection onto the first n components and a
+pre-image by the fixed-point iteration (eq. 50) started from the noisy point, against
+linear PCA. Gaussian kernel `exp(-||x - y||^2 / c)` throughout. Commands:
+`sparsekm reproduce toy-clusters table-denoise-gaussians half-circle-square usps-denoise`
+(`usps-denoise` needs the USPS files: `SPARSEKM_DATA=/path/to/data`).""",
+    outro="""\
+**About the USPS gap.** Our kernel PCA error keeps falling up to n = 2048 (paper: optimum
+at 512), and our linear PCA optimum is n = 64 (paper: 32). The paper states that the
+kernel width 0.5 equals twice the average per-pixel variance of its data (variance 0.25);
+the ESL copy of USPS we use (pixels in [-1, 1], 59 % exactly -1) has average per-pixel
+variance 0.47, so the same noise sigma = 0.5 is relatively weaker here. Rescaling our data
+to variance 0.25 moves the linear optimum to n = 32, as in the paper, but the ratio stays
+near 1.4 (1.38 at n = 512, 1.40 at n = 1024; exploratory run, not in the CLI). Clipping
+the noisy digits to [-1, 1] gives 1.29 (Gaussian). Restarting the pre-image iteration
+from the best training point instead of the noisy digit converges to the same pre-images
+(changes in MSE < 1e-4), so the gap is not due to the optimiser. The paper's fig. 10
+numbers are not given, so we cannot locate the difference further.""",
+)
 
 # Tolerance of the fixed-point iteration in the experiments: ||dz|| <= tol (1 + ||z||).
 _TOL = 1e-6
@@ -138,6 +162,10 @@ def table_denoise_gaussians(ctx):
     wins = int(np.sum(ratios > 1))
     paper_wins = int(sum(v > 1 for row in _TABLE1.values() for v in row))
     return Result(
+        targets=[Target("Table I: ratio > 1 in >= 40 of 45 cells",
+                        f"{wins} of {ratios.size}", f"{paper_wins} of 45",
+                        wins >= 40 and ratios.size == 45)],
+        data={"wins": wins, "cells": int(ratios.size)},
         name="table-denoise-gaussians",
         title="Table I: denoising Gaussians in R^10, ratio linear PCA / kernel PCA "
               "(ours (paper))",
@@ -145,6 +173,10 @@ def table_denoise_gaussians(ctx):
         notes=[
             f"Kernel PCA better (ratio > 1) in {wins} of {ratios.size} cells "
             f"(paper: {paper_wins} of 45; target >= 40).",
+            "Robustness (other seeds, same command with `--seed`; recorded once): 43 of 45 "
+            "(seed 1) and 42 of 45 (seed 2); the cells below 1 are always sigma = 0.8 with "
+            "n <= 3 (ratios 0.86-0.96), where the clusters overlap and the paper also has its "
+            "smallest ratios.",
             f"{n_train} training / {n_test} test points per source, centres uniform in "
             f"[-1, 1]^10 (seed {ctx.seed}), kernel exp(-||x-y||^2 / (2 sigma^2)); "
             "mean squared distance of the denoised test points to their true centre.",
@@ -242,9 +274,11 @@ def usps_denoise(ctx):
     for r in range(len(shown[names[0]])):
         images += list(shown[names[0]][r]) + list(shown[names[1]][r])
     figs.append(image_grid(np.array(images), (16, 16), ncols=20,
-                           suptitle="USPS denoising (fig. 9). Rows: clean, noisy, linear PCA "
-                                    "n=1,4,16,64,256, kernel PCA n=1,4,16,64,256; left: Gaussian "
-                                    "noise, right: speckle",
+                           row_labels=["clean", "noisy"]
+                           + [f"linear PCA n={n}" for n in show_ns]
+                           + [f"kernel PCA n={n}" for n in show_ns],
+                           suptitle="USPS denoising (fig. 9): left ten columns Gaussian noise "
+                                    "(sigma = 0.5), right ten speckle (p = 0.2)",
                            path=ctx.out_dir / "usps_denoise_digits.png"))
 
     # Fig. 8: eigenvectors 2^0..2^8 — linear PCA, pre-images of V^k, and Phi(e_i) . V^k.
@@ -256,8 +290,8 @@ def usps_denoise(ctx):
     figs.append(image_grid(np.concatenate([lin_axes, pre, basis]), (16, 16), ncols=len(comps),
                            symmetric=True,
                            titles=[f"{k + 1}" for k in comps] * 3,
-                           suptitle="Eigenvectors 1, 2, 4, ..., 256 (fig. 8). Rows: linear PCA; "
-                                    "pre-images of V^k; pixel i = Phi(e_i) . V^k",
+                           row_labels=["linear PCA", "pre-image of V^k", "Phi(e_i) . V^k"],
+                           suptitle="Eigenvectors 1, 2, 4, ..., 256 (fig. 8)",
                            path=ctx.out_dir / "usps_eigenvectors.png"))
 
     paper_ratio = {"Gaussian (sigma = 0.5)": (1.6, 32, 512), "speckle (p = 0.2)": (1.2, 32, 256)}
@@ -269,6 +303,7 @@ def usps_denoise(ctx):
              "256 pixels) to the clean digit. Kernel PCA n up to "
              f"{max(ns_kernel)}, linear PCA n up to 256; pre-images by eq. 50 from the noisy "
              "digit."]
+    best_ratio = {}
     for name in noisy:
         lin_err = lin_results[name]
         il = int(np.argmin(lin_err))
@@ -277,6 +312,7 @@ def usps_denoise(ctx):
             k_err = k_results[name, variant]
             ik = int(np.argmin(k_err))
             ratio = lin_err[il] / k_err[ik]
+            best_ratio[name, variant] = float(ratio)
             label = "centred (paper)" if variant == "centred" else "uncentred"
             lines.append(f"| {name} | {label} | {noisy_err[name]:.2f} | {lin_err[il]:.2f} "
                          f"({ns_linear[il]}) | {k_err[ik]:.2f} ({ns_kernel[ik]}) | {ratio:.2f} | "
@@ -290,7 +326,16 @@ def usps_denoise(ctx):
         notes.append(f"{name}, linear PCA MSE by n: "
                      + ", ".join(f"{n}: {e:.2f}" for n, e in zip(ns_linear, lin_err, strict=True))
                      + ".")
+    targets = []
+    for name, goal in (("Gaussian (sigma = 0.5)", 1.6), ("speckle (p = 0.2)", 1.2)):
+        c, u = best_ratio[name, "centred"], best_ratio[name, "uncentred"]
+        targets.append(Target(
+            f"USPS {name.split(' ')[0]} noise: ratio >= {goal} at the optimal n",
+            f"{c:.2f} (centred kernel PCA, the paper's formulation); {u:.2f} (uncentred "
+            "ablation)", f"{paper_ratio[name][0]}", bool(c >= goal)))
     return Result(
+        targets=targets,
+        data={f"{n} / {v}": r for (n, v), r in best_ratio.items()},
         name="usps-denoise",
         title="USPS denoising, kernel vs linear PCA (figs. 8-10)",
         table="\n".join(lines),

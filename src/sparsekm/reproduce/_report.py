@@ -1,0 +1,280 @@
+"""Run reproductions and (re)write ``docs/results.md`` from them.
+
+The results file is generated, never edited by hand. Each reproduction owns
+one block between ``<!-- sparsekm:begin NAME -->`` and ``<!-- sparsekm:end
+NAME -->``; the block ends with a hidden JSON record (targets, raw data, run
+time) so that a later run that does not re-run the reproduction (``--skip-slow``,
+or a run of only some names) keeps the block verbatim, marks it "(not re-run)"
+and still lists its targets in the section's summary table. Section titles,
+setting paragraphs and summaries come from each module's ``SECTION``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import Result, Section, Target, section_of
+
+__all__ = ["Record", "parse_results", "render_results", "write_results", "run_all"]
+
+NOT_RERUN = "(not re-run)"
+_BEGIN = re.compile(r"^<!-- sparsekm:begin (\S+) -->$", re.M)
+_RECORD = re.compile(r"^<!-- sparsekm:record (\{.*\}) -->$", re.M)
+_OTHER = Section(title="Other reproductions", order=10_000)
+
+
+@dataclass
+class Record:
+    """A reproduction's block in the results file, fresh or kept from the file."""
+
+    name: str
+    block: str
+    targets: list[Target] = field(default_factory=list)
+    data: dict = field(default_factory=dict)
+    seconds: float | None = None
+    rerun: bool = True
+    quick: bool = False
+
+
+def _json_comment(obj):
+    # '>' escaped so the JSON can never close the HTML comment.
+    return json.dumps(obj, ensure_ascii=False, sort_keys=True, default=_jsonable).replace(
+        ">", "\\u003e")
+
+
+def _jsonable(obj):
+    if hasattr(obj, "tolist"):  # numpy scalars and arrays
+        return obj.tolist()
+    return str(obj)
+
+
+def _fmt_seconds(s):
+    if s is None:
+        return "unknown"
+    if s < 120:
+        return f"{s:.0f} s"
+    return f"{s:.0f} s ({s / 60:.1f} min)"
+
+
+def _demote(markdown):
+    """Headings inside a result sit below its ``###`` heading: at least ``####``."""
+    return re.sub(r"^#{1,3} ", "#### ", markdown, flags=re.M)
+
+
+def command_line(name, ctx):
+    cmd = f"sparsekm reproduce {name}"
+    if ctx.quick:
+        cmd += " --quick"
+    if ctx.seed != 0:
+        cmd += f" --seed {ctx.seed}"
+    return cmd
+
+
+def record_from_result(res: Result, ctx, results_dir, date=None):
+    """Render a fresh :class:`Result` as its block."""
+    date = date or datetime.date.today().isoformat()
+    title = res.title + (" (--quick: smoke-test sizes, not comparable to the paper)"
+                         if ctx.quick else "")
+    lines = [f"<!-- sparsekm:begin {res.name} -->", f"### {title}", "",
+             f"Command: `{command_line(res.name, ctx)}` · run time {_fmt_seconds(res.seconds)} "
+             f"· {date}", ""]
+    if res.intro:
+        lines += [_demote(res.intro.strip()), ""]
+    lines += [_demote(res.table.strip()), ""]
+    if res.notes:
+        lines += [f"- {n}" for n in res.notes] + [""]
+    for fig in res.figures:
+        fig = Path(fig)
+        try:
+            rel = Path(os.path.relpath(fig.resolve(), Path(results_dir).resolve())).as_posix()
+        except ValueError:  # another drive (Windows)
+            rel = fig.as_posix()
+        lines.append(f"![{fig.stem}]({rel})")
+    if res.figures:
+        lines.append("")
+    payload = {"targets": [t.__dict__ for t in res.targets], "data": res.data,
+               "seconds": res.seconds, "date": date, "quick": bool(ctx.quick), "seed": ctx.seed}
+    lines += [f"<!-- sparsekm:record {_json_comment(payload)} -->",
+              f"<!-- sparsekm:end {res.name} -->"]
+    return Record(res.name, "\n".join(lines), list(res.targets), dict(res.data), res.seconds,
+                  True, bool(ctx.quick))
+
+
+def parse_results(text):
+    """``{name: Record}`` of every block in a results file (``rerun=False``).
+
+    Placeholders of reproductions never run (no hidden record) are skipped.
+    """
+    out = {}
+    for m in _BEGIN.finditer(text):
+        name = m.group(1)
+        end = text.find(f"<!-- sparsekm:end {name} -->", m.end())
+        if end < 0:
+            continue
+        block = text[m.start():end + len(f"<!-- sparsekm:end {name} -->")]
+        rec = _RECORD.search(block)
+        if rec is None:  # a "not run yet" placeholder
+            continue
+        try:
+            payload = json.loads(rec.group(1))
+        except json.JSONDecodeError:
+            payload = {}
+        targets = [Target(**t) for t in payload.get("targets", [])
+                   if isinstance(t, dict) and {"target", "ours"} <= set(t)]
+        out[name] = Record(name, block, targets, payload.get("data") or {},
+                           payload.get("seconds"), False, bool(payload.get("quick")))
+    return out
+
+
+def _kept(record, mark=True):
+    """The kept block with its heading marked "(not re-run)" (once)."""
+    if not mark:
+        return record.block
+    lines = record.block.split("\n")
+    for i, line in enumerate(lines):
+        if line.startswith("### "):
+            if NOT_RERUN not in line:
+                lines[i] = f"{line} {NOT_RERUN}"
+            break
+    return "\n".join(lines)
+
+
+def _placeholder(entry):
+    return "\n".join([f"<!-- sparsekm:begin {entry.name} -->",
+                      f"### {entry.description} (not run yet)", "",
+                      f"Run `sparsekm reproduce {entry.name}` to fill this section.",
+                      f"<!-- sparsekm:end {entry.name} -->"])
+
+
+def _cell(text):
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def render_results(registry, records, *, run_info="", mark_kept=True):
+    """The whole results file from the registry's sections and ``{name: Record}``."""
+    groups = {}
+    for entry in registry.values():
+        sec = section_of(entry) or _OTHER
+        groups.setdefault(id(sec), (sec, []))[1].append(entry)
+    ordered = sorted(groups.values(), key=lambda g: g[0].order)
+    known = [records[e.name].seconds for e in registry.values()
+             if e.name in records and records[e.name].seconds is not None]
+    total = sum(known)
+    out = ["# Reproduced results", "",
+           "<!-- Generated by `sparsekm reproduce all`: do not edit by hand. Texts come from "
+           "src/sparsekm/reproduce/*.py (SECTION, Result.notes/targets). -->", "",
+           "Ours beside the papers'. Every section below is written by `sparsekm reproduce "
+           "all --out docs/figures` from the reproduction modules in "
+           "`src/sparsekm/reproduce/`: the setting paragraphs, the tables, the notes and the "
+           "\"targets: ours vs paper, met?\" summaries. Slow tables can be skipped with "
+           "`--skip-slow`; their sections are then kept from the previous file and marked "
+           f"\"{NOT_RERUN}\". Run times were measured on a shared 2-core development machine "
+           "with other jobs running (`OMP_NUM_THREADS=1`), so they are indicative only.", ""]
+    if run_info:
+        out += [run_info, ""]
+    out += [f"All {len(registry)} reproductions together: {_fmt_seconds(total)} of recorded "
+            f"run time ({len(known)} of {len(registry)} with a recorded time).", "",
+            "Contents:", ""]
+    out += [f"- {sec.title}: " + ", ".join(f"`{e.name}`" + (" (slow)" if e.slow else "")
+                                         for e in entries) for sec, entries in ordered]
+    out.append("")
+    for sec, entries in ordered:
+        out += [f"## {sec.title}", ""]
+        if sec.intro:
+            out += [sec.intro.strip(), ""]
+        rows = []
+        for e in entries:
+            rec = records.get(e.name)
+            for t in rec.targets if rec else []:
+                src = f"`{e.name}`" + ("" if rec.rerun or not mark_kept else f" {NOT_RERUN}")
+                rows.append(f"| {_cell(t.target)} | {_cell(t.ours)} | {_cell(t.paper)} | "
+                            f"{_cell(t.verdict())} | {src} |")
+        if sec.targets is not None:
+            for t in sec.targets():
+                rows.append(f"| {_cell(t.target)} | {_cell(t.ours)} | {_cell(t.paper)} | "
+                            f"{_cell(t.verdict())} | benchmark |")
+        if rows:
+            out += ["**Targets: ours vs paper, met?**", "",
+                    "| target | ours | paper | met? | from |", "|---|---|---|---|---|", *rows, ""]
+        for e in entries:
+            rec = records.get(e.name)
+            if rec is None:
+                out += [_placeholder(e), ""]
+            else:
+                out += [rec.block if rec.rerun else _kept(rec, mark_kept), ""]
+        outro = sec.outro
+        if callable(outro):
+            outro = outro({e.name: records[e.name] for e in entries if e.name in records})
+        if outro:
+            out += [outro.strip(), ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def write_results(path, registry, fresh, *, run_info=None, mark_kept=True):
+    """Merge ``fresh`` records with the blocks already in ``path`` and rewrite it.
+
+    ``run_info=None`` keeps the previous file's "Last run" line; ``mark_kept=False``
+    only re-renders the section texts around unchanged blocks (``--render-only``).
+    """
+    path = Path(path)
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    old = parse_results(text)
+    if run_info is None:
+        m = re.search(r"^Last run: .*$", text, re.M)
+        run_info = m.group(0) if m else ""
+    records = {name: rec for name, rec in old.items() if name in registry}
+    records.update(fresh)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + f".{os.getpid()}.tmp")
+    tmp.write_text(render_results(registry, records, run_info=run_info, mark_kept=mark_kept),
+                   encoding="utf-8")
+    tmp.replace(path)
+    return records
+
+
+def run_all(registry, names, ctx, *, results_path=None, echo=print, keep_going=True):
+    """Run ``names`` in order; after each, print it and (re)write ``results_path``.
+
+    Returns ``(results, seconds, failed_names)``. The file is rewritten after
+    every reproduction so an interrupted run keeps what it finished; with
+    ``keep_going`` a failing reproduction is reported and its previous block kept.
+    """
+    fresh, results = {}, []
+    t_start = time.perf_counter()
+    started = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    failed = []
+    for name in names:
+        t0 = time.perf_counter()
+        try:
+            res = registry[name].func(ctx)
+        except Exception as exc:
+            if not keep_going:
+                raise
+            # One failing table must not lose the others of a long `reproduce all`.
+            failed.append(name)
+            echo(f"sparsekm reproduce: {name} failed after {time.perf_counter() - t0:.0f} s: "
+                 f"{type(exc).__name__}: {exc}")
+            continue
+        res.seconds = time.perf_counter() - t0
+        results.append(res)
+        echo(res.to_markdown())
+        if results_path is not None:
+            results_dir = Path(results_path).parent
+            fresh[name] = record_from_result(res, ctx, results_dir)
+            elapsed = time.perf_counter() - t_start
+            which = ("all" if len(fresh) == len(registry) else
+                     f"{len(fresh)} of {len(registry)}")
+            listed = "" if which == "all" else f" ({', '.join(f'`{n}`' for n in fresh)})"
+            info = (f"Last run: {started}, re-ran {which} reproductions{listed} in "
+                    f"{_fmt_seconds(elapsed)}"
+                    + (f", load average {load:.1f} at the start" if load is not None else "")
+                    + f"; seed {ctx.seed}" + (", --quick" if ctx.quick else "") + ".")
+            write_results(results_path, registry, fresh, run_info=info)
+    return results, time.perf_counter() - t_start, failed

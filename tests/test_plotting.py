@@ -1,0 +1,88 @@
+"""Figure functions: what a reader needs is on the figure (labels, legends, panels)."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from sparsekm import plotting  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+
+
+def test_every_figure_function_is_public():
+    public = {n for n in vars(plotting) if callable(getattr(plotting, n)) and not n.startswith("_")
+              and getattr(getattr(plotting, n), "__module__", "") == plotting.__name__}
+    assert public == set(plotting.__all__)
+
+
+def test_image_grid_titles_row_labels_and_no_spare_height(tmp_path):
+    rng = np.random.default_rng(0)
+    fig = plotting.image_grid(rng.normal(size=(25, 64)), (8, 8), ncols=10,
+                              titles=[f"{v:+.2f}" for v in rng.normal(size=25)],
+                              row_labels=["class 0", "class 1", "class 2"], suptitle="vectors")
+    axes = fig.axes
+    assert len(axes) == 30  # 3 rows x 10 columns, the last 5 empty
+    assert sum(ax.get_title() != "" for ax in axes) == 25
+    labels = [t.get_text() for ax in axes for t in ax.texts]
+    assert labels == ["class 0", "class 1", "class 2"]
+    assert not any(ax.images for ax in axes[25:])
+    # cell height follows the 8x8 aspect: about (1.2 + title) per row, not more
+    w, h = fig.get_size_inches()
+    assert h == pytest.approx(3 * (1.2 + 0.25) + 0.45)
+    path = plotting.image_grid(np.ones((2, 4)), (2, 2), path=tmp_path / "g.png")
+    assert (tmp_path / "g.png").stat().st_size > 0 and path.endswith("g.png")
+
+
+def test_error_vs_n_vectors_overlays_paper_points():
+    fig = plotting.error_vs_n_vectors(
+        {"ours": ([2, 4, 8], [5.0, 5.5, 6.0])}, paper={"paper": ([2, 4], [4.8, 5.1])},
+        baselines={"full SVM": 4.3}, xlabel="reduction factor", title="t")
+    ax = fig.axes[0]
+    assert ax.get_xlabel() == "reduction factor" and ax.get_ylabel() == "test error (%)"
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["ours", "paper", "full SVM"]
+    paper_line = [ln for ln in ax.get_lines() if ln.get_label() == "paper"][0]
+    assert paper_line.get_linestyle() == "None"  # points only
+    np.testing.assert_allclose(paper_line.get_ydata(), [4.8, 5.1])
+
+
+def test_denoising_2d_legend_and_source_points():
+    X = np.random.default_rng(0).normal(size=(20, 2))
+    sources = np.array([[0.0, 0.0], [1.0, 1.0]])
+    fig = plotting.plot_denoising_2d([("noisy", X, None), ("denoised", X, X * 0.5)],
+                                     reference=sources)
+    texts = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert texts == ["noisy", "denoised", "true sources"]
+    curve = np.c_[np.cos(np.linspace(0, 3, 50)), np.sin(np.linspace(0, 3, 50))]
+    fig = plotting.plot_denoising_2d([("d", X, X)], reference=curve)
+    assert [t.get_text() for t in fig.legends[0].get_texts()][-1] == "noise-free curve"
+
+
+def test_decision_boundaries_have_legend_and_axis_labels():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 2))
+    y = np.where(X[:, 0] > 0, 1, -1)
+    panel = {"title": "p", "full": lambda G: G[:, 0], "approx": lambda G: G[:, 0] + 0.1,
+             "basis": X[:3]}
+    fig = plotting.decision_boundaries([panel, panel], X, y, resolution=30)
+    ax = fig.axes[0]
+    assert ax.get_xlabel() == "x1" and ax.get_ylabel() == "x2"
+    texts = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert texts == ["class -1", "class 1", "full training set", "approximated", "basis vectors"]
+
+
+def test_error_curves_put_many_legends_outside():
+    ns = [1, 2, 4]
+    curves = {f"c{i}": [3.0, 2.0, 1.0] for i in range(6)}
+    fig = plotting.plot_error_curves(ns, curves)
+    legend = fig.axes[0].get_legend()
+    assert legend is not None and len(legend.get_texts()) == 6
+    assert fig.get_size_inches()[0] == pytest.approx(8.0)

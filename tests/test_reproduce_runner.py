@@ -1,0 +1,153 @@
+"""The reproduction runner: `sparsekm reproduce all` writes the results file.
+
+Two tiny fake reproductions (one slow) stand in for the real ones, so these
+tests need no data folder and run in well under a second.
+"""
+
+import pytest
+
+import sparsekm.reproduce as rep
+from sparsekm.cli import main
+from sparsekm.reproduce import Result, Section, Target, _Entry
+from sparsekm.reproduce._report import NOT_RERUN, parse_results
+
+FAST_SECTION = Section(title="Fast paper (issue 98)", intro="Setting of the fast paper.",
+                       order=1)
+SLOW_SECTION = Section(title="Slow paper (issue 99)", intro="Setting of the slow paper.",
+                       outro=lambda recs: "Summary over " + ", ".join(
+                           f"{n}={r.data.get('value')}" for n, r in sorted(recs.items())),
+                       targets=lambda: [Target("benchmark speed", "3x", "-", True)], order=2)
+
+
+@pytest.fixture
+def fake_registry(monkeypatch):
+    calls = {"fast": 0, "slow": 0, "value": 1.5}
+
+    def fast(ctx):
+        calls["fast"] += 1
+        fig = ctx.out_dir / "fast.png"
+        fig.write_bytes(b"png")
+        return Result("fast", "Fast table", f"| a | b |\n|---|---|\n| {calls['value']} | 2 |",
+                      notes=["a note"], figures=[str(fig)], intro="Intro of the fast table.",
+                      targets=[Target("error <= 2 %", f"{calls['value']} %", "1.9 %",
+                                      isinstance(calls["value"], float)
+                                      and calls["value"] <= 2)])
+
+    def slow(ctx):
+        calls["slow"] += 1
+        return Result("slow", "Slow table", "### (a) part\n\n| x |\n|---|\n| 7 |",
+                      targets=[Target("ratio >= 1.6", "1.4", "1.6", False)],
+                      data={"value": 7})
+
+    registry = {"fast": _Entry("fast", "a fast table", fast, False, section=FAST_SECTION),
+                "slow": _Entry("slow", "a slow table", slow, True, section=SLOW_SECTION)}
+    monkeypatch.setattr(rep, "discover", lambda: registry)
+    return calls
+
+
+def _run(tmp_path, *extra):
+    results = tmp_path / "docs" / "results.md"
+    argv = ["reproduce", *extra, "--quiet", "--out", str(tmp_path / "docs" / "figures"),
+            "--write-results", str(results)]
+    assert main(argv) == 0
+    return results.read_text()
+
+
+def test_all_writes_every_section_with_targets(fake_registry, tmp_path, capsys):
+    text = _run(tmp_path, "all")
+    assert fake_registry == {"fast": 1, "slow": 1, "value": 1.5}
+    # sections in order, with their intro from the module's Section
+    assert text.index("## Fast paper (issue 98)") < text.index("## Slow paper (issue 99)")
+    assert "Setting of the fast paper." in text and "Setting of the slow paper." in text
+    assert "Intro of the fast table." in text and "- a note" in text
+    # summary tables: ours beside the paper's, verdict, and where the row came from
+    assert "| error <= 2 % | 1.5 % | 1.9 % | yes | `fast` |" in text
+    assert "| ratio >= 1.6 | 1.4 | 1.6 | **no** | `slow` |" in text
+    assert "| benchmark speed | 3x | - | yes | benchmark |" in text
+    assert "Summary over slow=7" in text  # section outro computed from the records' data
+    assert "\n#### (a) part\n" in text  # sub-headings sit below the result's ### heading
+    # command and run time per section; figure linked relative to the results file
+    assert "Command: `sparsekm reproduce fast` · run time" in text
+    assert "![fast](figures/fast.png)" in text
+    assert "### Fast table (not re-run)" not in text and "### Slow table (not re-run)" not in text
+    out = capsys.readouterr().out
+    assert "sparsekm reproduce: 2 reproduction(s) in" in out
+
+
+def test_skip_slow_keeps_the_previous_section(fake_registry, tmp_path):
+    _run(tmp_path, "all")
+    fake_registry["value"] = 2.5
+    text = _run(tmp_path, "all", "--skip-slow")
+    assert fake_registry["fast"] == 2 and fake_registry["slow"] == 1  # slow not re-run
+    assert "| error <= 2 % | 2.5 % | 1.9 % | **no** | `fast` |" in text  # fast re-run
+    assert "### Slow table (not re-run)" in text
+    # the kept section's targets and data still feed the summaries
+    assert f"| ratio >= 1.6 | 1.4 | 1.6 | **no** | `slow` {NOT_RERUN} |" in text
+    assert "Summary over slow=7" in text
+    # keeping twice does not stack the mark; the fresh run removes it again
+    text = _run(tmp_path, "all", "--skip-slow")
+    assert text.count(NOT_RERUN + " " + NOT_RERUN) == 0
+    assert text.count("### Slow table (not re-run)") == 1
+    text = _run(tmp_path, "all")
+    assert "### Slow table\n" in text and NOT_RERUN not in text.split("## Fast paper")[1]
+
+
+def test_skip_slow_without_previous_file_leaves_placeholder(fake_registry, tmp_path):
+    text = _run(tmp_path, "all", "--skip-slow")
+    assert fake_registry["slow"] == 0
+    assert "### a slow table (not run yet)" in text
+    assert "Run `sparsekm reproduce slow` to fill this section." in text
+
+
+def test_running_one_name_keeps_the_others(fake_registry, tmp_path):
+    _run(tmp_path, "all")
+    text = _run(tmp_path, "fast")
+    assert fake_registry["slow"] == 1
+    blocks = parse_results(text)
+    assert set(blocks) == {"fast", "slow"}
+    assert blocks["slow"].targets == [Target("ratio >= 1.6", "1.4", "1.6", False)]
+    assert blocks["slow"].data == {"value": 7}
+    assert blocks["fast"].seconds is not None
+
+
+def test_quick_runs_are_labelled(fake_registry, tmp_path):
+    text = _run(tmp_path, "all", "--quick")
+    assert "Command: `sparsekm reproduce fast --quick`" in text
+    assert "not comparable to the paper" in text
+    assert parse_results(text)["fast"].quick
+
+
+def test_record_survives_characters_that_close_comments(fake_registry, tmp_path):
+    fake_registry["value"] = "--> | x"
+    text = _run(tmp_path, "fast")
+    rec = parse_results(text)["fast"]
+    assert rec.targets[0].ours == "--> | x %"
+    assert "| --> \\| x % |" in text  # escaped pipe keeps the summary table intact
+
+
+def test_write_results_dash_writes_nothing(fake_registry, tmp_path):
+    assert main(["reproduce", "fast", "--quiet", "--out", str(tmp_path),
+                 "--write-results", "-"]) == 0
+    assert not (tmp_path / "docs").exists()
+
+
+def test_every_real_reproduction_has_a_section():
+    registry = rep.discover()
+    assert len(registry) >= 10
+    for entry in registry.values():
+        sec = rep.section_of(entry)
+        assert sec is not None, entry.name
+        assert sec.title and sec.intro, entry.name
+
+
+def test_placeholders_are_not_records(fake_registry, tmp_path):
+    text = _run(tmp_path, "all", "--skip-slow")
+    assert set(parse_results(text)) == {"fast"}
+
+
+def test_render_only_keeps_blocks_unmarked(fake_registry, tmp_path):
+    _run(tmp_path, "all")
+    text = _run(tmp_path, "all", "--render-only")
+    assert fake_registry["fast"] == 1 and fake_registry["slow"] == 1  # nothing re-run
+    assert NOT_RERUN + " |" not in text and "### Slow table\n" in text
+    assert "re-ran all reproductions" in text  # the previous "Last run" line is kept
