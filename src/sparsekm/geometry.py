@@ -122,7 +122,7 @@ def whitened_kernel_map(kernel, Z, X=None, *, rtol=None):
     keep = w > rtol * max(float(w.max()), 0.0)
     if not keep.any():
         raise ValueError("The Gram matrix K(Z, Z) is zero; the whitened map is empty.")
-    return (kernel(X, Z) @ U[:, keep]) / np.sqrt(w[keep])
+    return kernel.mmv(X, Z, U[:, keep]) / np.sqrt(w[keep])
 
 
 # -- metric ------------------------------------------------------------------------------

@@ -252,15 +252,6 @@ class KernelPCA(TransformerMixin, BaseEstimator):
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
         return np.asarray(X, dtype=np.float64)
 
-    def _centred_kernel(self, X):
-        Kx = self.kernel_(X, self.X_fit_)
-        if not self.center:
-            return Kx
-        Kx -= Kx.mean(axis=1, keepdims=True)
-        Kx -= self.K_fit_rows_[None, :]
-        Kx += self.K_fit_all_
-        return Kx
-
     @dask_rowwise
     def transform(self, X):
         """Kernel PCA features ``beta_k = sum_i alpha_i^k k~(x_i, x)`` (eq. 36).
@@ -275,7 +266,15 @@ class KernelPCA(TransformerMixin, BaseEstimator):
         ndarray of shape (n_samples, n_components_)
         """
         X = self._check_X(X)
-        return self._centred_kernel(X) @ self.eigenvectors_
+        A = self.eigenvectors_
+        if not self.center:
+            return self.kernel_.mmv(X, self.X_fit_, A)
+        # (K_x - m_x 1^T - 1 r^T + c) A with K_x A and the row means m_x = K_x 1/l from one
+        # engine product, so K(X, X_fit) never exists beyond one block.
+        n = A.shape[0]
+        KA = self.kernel_.mmv(X, self.X_fit_, np.column_stack([A, np.full(n, 1.0 / n)]))
+        s = A.sum(axis=0)
+        return KA[:, :-1] - KA[:, -1:] * s + (self.K_fit_all_ * s - self.K_fit_rows_ @ A)
 
     # -- expansions -------------------------------------------------------------------
     def _check_n(self, n_components):
