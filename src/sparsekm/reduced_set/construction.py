@@ -31,7 +31,7 @@ _MAX_CANDIDATES = 4000
 #: far fewer fixed-point iterations than 1e-8.
 _STEP_TOL = 1e-4
 #: L-BFGS iterations of the orthogonal step's polish (``step="orthogonal"``).
-_POLISH_MAX_ITER = 100
+_POLISH_MAX_ITER = 50
 #: The orthogonal step's denominator ``k(z, z) - k_z^T (K^z)^-1 k_z`` is floored at this
 #: fraction of ``k(z, z)``: a ``z`` (almost) in the span of the others adds nothing, and
 #: ``s^2 / q`` would only amplify rounding there.
@@ -119,12 +119,11 @@ def _orthogonal_gain_grad(kernel, Y, G, Zo, chol, Zc):
 def _orthogonal_step(kernel, Y, G, Zo, Kzo, candidates):
     """The next ``z`` maximising the exact Proposition-8 decrease (:func:`_orthogonal_gain`).
 
-    L-BFGS (analytic gradient, all candidates stacked) from each candidate, e.g. the
-    one-term fixed points; the best of the polished points and the candidates is
-    returned. Without a usable Cholesky factor of ``K^z`` (ill conditioned) the best
-    candidate is returned unpolished.
+    The candidates (the one-term fixed points) are scored by the exact gain and the
+    best one is polished by L-BFGS with the analytic gradient; the polished point is
+    kept only if its gain is higher. Without a usable Cholesky factor of ``K^z`` (ill
+    conditioned) the first candidate (the one-term winner) is returned unpolished.
     """
-    c, d = candidates.shape
     chol = None
     if Zo.shape[0]:
         try:
@@ -135,19 +134,18 @@ def _orthogonal_step(kernel, Y, G, Zo, Kzo, candidates):
                 np.diag(Kzo)):
             return candidates[0], 0
     gain0 = _orthogonal_gain(kernel, Y, G, Zo, chol, candidates)[0]
-    scale = 1.0 / max(float(np.max(gain0)), 1e-300)
+    best = int(np.argmax(gain0))
+    scale = 1.0 / max(float(gain0[best]), 1e-300)
 
     def fun(theta):
-        gain, grad = _orthogonal_gain_grad(kernel, Y, G, Zo, chol, theta.reshape(c, d))
-        return -scale * float(gain.sum()), -scale * grad.ravel()
+        gain, grad = _orthogonal_gain_grad(kernel, Y, G, Zo, chol, theta[None, :])
+        return -scale * float(gain[0]), -scale * grad.ravel()
 
-    res = optimize.minimize(fun, candidates.ravel(), jac=True, method="L-BFGS-B",
+    res = optimize.minimize(fun, candidates[best], jac=True, method="L-BFGS-B",
                             options={"maxiter": _POLISH_MAX_ITER, "ftol": 1e-12, "gtol": 1e-9})
-    pool = candidates
-    if np.all(np.isfinite(res.x)):
-        pool = np.vstack([res.x.reshape(c, d), candidates])
-    gain = _orthogonal_gain(kernel, Y, G, Zo, chol, pool)[0]
-    return pool[int(np.argmax(gain))], int(res.nit)
+    if np.all(np.isfinite(res.x)) and -res.fun > 1.0:
+        return res.x, int(res.nit)
+    return candidates[best], int(res.nit)
 
 
 def _construct_block(kernel, X, A, n_vectors, *, n_init, max_iter, tol_step, tol, rng,
@@ -364,10 +362,11 @@ def construct(expansion, n_vectors, *, shared=None, refine=False, tol=0.0, n_ini
         best one-term approximation of the residual, maximising
         ``(Psi_m . Phi(z))^2 / k(z, z)``. ``"orthogonal"`` (not in the papers) accounts
         for the Proposition-8 re-fit that follows: it maximises the exact decrease
-        ``(Psi_m . Phi(z))^2 / (k(z, z) - k_z^T (K^z)^-1 k_z)`` of the objective, by
-        L-BFGS started from the one-term fixed points (all of them: the step is never
-        worse than the papers'). With ``n_sweeps`` each sweep step then is an exact
-        block-coordinate descent step in ``z_j``. About 2x the time of ``"one-term"``.
+        ``(Psi_m . Phi(z))^2 / (k(z, z) - k_z^T (K^z)^-1 k_z)`` of the objective: the
+        one-term fixed points (the papers' candidates, their winner included) are scored
+        by this gain and the best is polished by L-BFGS, so from a given residual the
+        step is never worse than the papers'. With ``n_sweeps`` each sweep step then is a
+        block-coordinate descent step in ``z_j``. About 1.3-2x the time of ``"one-term"``.
     random_state : int, Generator or None
     progress : bool, default=False
         Show a progress bar.
