@@ -92,6 +92,13 @@ def test_skip_slow_keeps_the_previous_section(fake_registry, tmp_path):
     assert "### Slow table\n" in text and NOT_RERUN not in text.split("## Fast paper")[1]
 
 
+def test_a_run_of_some_names_keeps_the_others_unmarked(fake_registry, tmp_path):
+    _run(tmp_path, "all")
+    text = _run(tmp_path, "fast")
+    assert fake_registry["fast"] == 2 and fake_registry["slow"] == 1
+    assert "### Slow table\n" in text and f"`slow` {NOT_RERUN}" not in text
+
+
 def test_skip_slow_without_previous_file_leaves_placeholder(fake_registry, tmp_path):
     text = _run(tmp_path, "all", "--skip-slow")
     assert fake_registry["slow"] == 0

@@ -226,7 +226,7 @@ def cmd_reproduce(args):
         print(f"re-rendered {results_path} from the modules' section texts (nothing re-run)")
         return 0
     _, seconds, failed = run_all(registry, names, ctx, results_path=results_path,
-                                 keep_going=not args.debug)
+                                 keep_going=not args.debug, mark_kept=bool(skipped))
     print(f"sparsekm reproduce: {len(names)} reproduction(s) in {seconds:.0f} s"
           + (f" ({len(skipped)} slow one(s) skipped)" if skipped else ""))
     if results_path:

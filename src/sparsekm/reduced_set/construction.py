@@ -11,7 +11,7 @@ Several expansions can share one set of ``z`` (section 5, eq. 18-19).
 from __future__ import annotations
 
 import numpy as np
-from scipy import optimize
+from scipy import linalg, optimize
 from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
@@ -30,6 +30,13 @@ _MAX_CANDIDATES = 4000
 #: maximum (quadratic in the step), so 1e-4 changes it by ~1e-8 relative while needing
 #: far fewer fixed-point iterations than 1e-8.
 _STEP_TOL = 1e-4
+#: L-BFGS iterations of the orthogonal step's polish (``step="orthogonal"``).
+_POLISH_MAX_ITER = 50
+#: The orthogonal step's denominator ``k(z, z) - k_z^T (K^z)^-1 k_z`` is floored at this
+#: fraction of ``k(z, z)``: a ``z`` (almost) in the span of the others adds nothing, and
+#: ``s^2 / q`` would only amplify rounding there.
+_Q_FLOOR = 1e-6
+_STEPS = ("one-term", "orthogonal")
 
 
 def _check_psd(kernel, owner):
@@ -47,6 +54,7 @@ def _one_term_single(kernel, Y, g, starts, max_iter, tol, rng):
     per start (one output column each) and ``z0`` holds one start per column; the
     column with the lowest objective ``||Psi_m||^2 - (Psi_m . Phi(z))^2 / k(z, z)``
     wins. Radial kernels use the fixed-point iteration (eq. 12/50), others L-BFGS.
+    Also returns every start's end point (candidates for the orthogonal step).
     """
     n_starts = starts.shape[0]
     psi = KernelExpansion(Y, np.repeat(g[:, None], n_starts, axis=1), kernel)
@@ -54,11 +62,86 @@ def _one_term_single(kernel, Y, g, starts, max_iter, tol, rng):
     seed = int(rng.integers(2**31 - 1))
     res = solver(psi, z0=starts, n_init=1, max_iter=max_iter, tol=tol, random_state=seed)
     best = int(np.argmin(res.objective))
-    return res.z[best], float(res.objective[best]), int(np.max(res.n_iter))
+    return res.z[best], float(res.objective[best]), int(np.max(res.n_iter)), np.asarray(res.z)
+
+
+def _orthogonal_gain(kernel, Y, G, Zo, chol, Zc):
+    """Decrease of the Proposition-8 objective when ``z`` joins ``Zo`` (one per row of ``Zc``).
+
+    With ``beta`` re-fitted by Proposition 8 the residual ``Psi_m`` (coefficients ``G`` on
+    ``Y``) is orthogonal to every ``Phi(z_j)``, so adding ``z`` lowers
+    ``sum_k ||Psi^k - Psi'^k||^2`` by exactly
+    ``sum_k (Psi_m^k . Phi(z))^2 / q(z)``, ``q(z) = k(z, z) - k_z^T (K^z)^-1 k_z`` (the
+    squared distance of ``Phi(z)`` to the span of the others). The papers' one-term step
+    maximises the same numerator over ``k(z, z)`` instead.
+
+    Returns gain, the inner products ``S`` (n_outputs, n_candidates), ``q``, the mask of
+    floored ``q`` and ``W = (K^z)^-1 k_z`` (None without other vectors).
+    """
+    S = G.T @ kernel(Y, Zc)
+    kzz = np.asarray(kernel.diag(Zc), dtype=np.float64)
+    W = None
+    q = kzz.copy()
+    if Zo.shape[0]:
+        Kzc = kernel(Zo, Zc)
+        W = linalg.cho_solve(chol, Kzc, check_finite=False)
+        q -= np.einsum("ij,ij->j", Kzc, W)
+    floor = _Q_FLOOR * np.maximum(kzz, 1e-300)
+    low = q < floor
+    q = np.where(low, floor, q)
+    return np.einsum("kc,kc->c", S, S) / q, S, q, low, W
+
+
+def _orthogonal_gain_grad(kernel, Y, G, Zo, chol, Zc):
+    """:func:`_orthogonal_gain` and its gradient with respect to each row of ``Zc``.
+
+    ``grad (num / q) = grad num / q - num grad q / q^2`` with
+    ``grad num = 2 sum_k S_k sum_j G_jk grad k(y_j, z)`` and
+    ``grad q = grad k(z, z) - 2 sum_j W_j grad k(z_j, z)`` (``W = (K^z)^-1 k_z``).
+    """
+    gain, S, q, low, W = _orthogonal_gain(kernel, Y, G, Zo, chol, Zc)
+    g_num = kernel.gradient_sum(Y, Zc, 2.0 * (G @ S))
+    g_q = np.array(kernel.diag_gradient(Zc), dtype=np.float64)
+    if W is not None:
+        g_q = g_q - 2.0 * kernel.gradient_sum(Zo, Zc, W)
+    g_q[low] *= _Q_FLOOR  # q = _Q_FLOOR k(z, z) there
+    return gain, g_num / q[:, None] - (gain / q)[:, None] * g_q
+
+
+def _orthogonal_step(kernel, Y, G, Zo, Kzo, candidates):
+    """The next ``z`` maximising the exact Proposition-8 decrease (:func:`_orthogonal_gain`).
+
+    The candidates (the one-term fixed points) are scored by the exact gain and the
+    best one is polished by L-BFGS with the analytic gradient; the polished point is
+    kept only if its gain is higher. Without a usable Cholesky factor of ``K^z`` (ill
+    conditioned) the first candidate (the one-term winner) is returned unpolished.
+    """
+    chol = None
+    if Zo.shape[0]:
+        try:
+            chol = linalg.cho_factor(Kzo, lower=True, check_finite=False)
+        except linalg.LinAlgError:
+            chol = None
+        if chol is None or np.min(np.abs(np.diag(chol[0]))) ** 2 < _Q_FLOOR * np.max(
+                np.diag(Kzo)):
+            return candidates[0], 0
+    gain0 = _orthogonal_gain(kernel, Y, G, Zo, chol, candidates)[0]
+    best = int(np.argmax(gain0))
+    scale = 1.0 / max(float(gain0[best]), 1e-300)
+
+    def fun(theta):
+        gain, grad = _orthogonal_gain_grad(kernel, Y, G, Zo, chol, theta[None, :])
+        return -scale * float(gain[0]), -scale * grad.ravel()
+
+    res = optimize.minimize(fun, candidates[best], jac=True, method="L-BFGS-B",
+                            options={"maxiter": _POLISH_MAX_ITER, "ftol": 1e-12, "gtol": 1e-9})
+    if np.all(np.isfinite(res.x)) and -res.fun > 1.0:
+        return res.x, int(res.nit)
+    return candidates[best], int(res.nit)
 
 
 def _construct_block(kernel, X, A, n_vectors, *, n_init, max_iter, tol_step, tol, rng,
-                     Kxx, show_progress, desc, n_sweeps=0):
+                     Kxx, show_progress, desc, n_sweeps=0, step="one-term"):
     """Phase 1 for coefficient matrix ``A`` (n_terms, n_out) sharing one set of ``z``."""
     N, d = X.shape
     n_out = A.shape[1]
@@ -73,8 +156,8 @@ def _construct_block(kernel, X, A, n_vectors, *, n_init, max_iter, tol_step, tol
     C = np.empty((0, n_out))  # K^{zx} A
     path = []
     n_iter_total = 0
-    def one_term(Zo, Bo, extra=None):
-        """Best z for the residual Psi - sum_j Bo_j Phi(Zo_j) (eq. 76-77)."""
+    def one_term(Zo, Bo, Kzo, extra=None):
+        """Best z for the residual Psi - sum_j Bo_j Phi(Zo_j) (eq. 76-77), n_iter."""
         Y = np.vstack([X, Zo])
         Gm = np.vstack([A, -Bo])
         resid_x = P_x - kernel.mmv(X[cand_idx], Zo, Bo) if Zo.shape[0] else P_x
@@ -89,9 +172,18 @@ def _construct_block(kernel, X, A, n_vectors, *, n_init, max_iter, tol_step, tol
         if extra is not None:
             starts = np.vstack([extra[None, :], starts])
         if n_out == 1:
-            return _one_term_single(kernel, Y, Gm[:, 0], starts, max_iter, tol_step, rng)
-        return one_term_shared(kernel, Y, Gm, starts, max_iter=max_iter, tol=tol_step,
-                               random_state=rng)
+            z, _, n_it, ends = _one_term_single(kernel, Y, Gm[:, 0], starts, max_iter,
+                                                tol_step, rng)
+        else:
+            z, _, n_it = one_term_shared(kernel, Y, Gm, starts, max_iter=max_iter,
+                                         tol=tol_step, random_state=rng)
+            ends = np.empty((0, d))
+        if step == "orthogonal":
+            # The one-term winner first: it is kept if the polish cannot run.
+            pool = [z[None, :], ends] + ([extra[None, :]] if extra is not None else [])
+            z, n_pol = _orthogonal_step(kernel, Y, Gm, Zo, Kzo, np.vstack(pool))
+            n_it += n_pol
+        return z, n_it
 
     def objective(Kz_, C_, B_):
         return np.maximum(norm2 + np.einsum("ij,ij->j", B_, Kz_ @ B_)
@@ -99,7 +191,7 @@ def _construct_block(kernel, X, A, n_vectors, *, n_init, max_iter, tol_step, tol
 
     it = progress(range(n_vectors), disable=None if show_progress else True, desc=desc)
     for _ in it:
-        z, _, n_it = one_term(Z, B)
+        z, n_it = one_term(Z, B, Kz)
         n_iter_total += n_it
         # Grow K^z and K^{zx} A by one row/column, then Proposition 8 for all beta.
         kz_new = kernel(Z, z[None, :])[:, 0] if Z.shape[0] else np.empty(0)
@@ -133,7 +225,7 @@ def _construct_block(kernel, X, A, n_vectors, *, n_init, max_iter, tol_step, tol
         for j in range(Z.shape[0]):
             keep = np.arange(Z.shape[0]) != j
             B_wo = _solve_kz(Kz[np.ix_(keep, keep)], C[keep], warn=False)
-            z, _, n_it = one_term(Z[keep], B_wo, extra=Z[j])
+            z, n_it = one_term(Z[keep], B_wo, Kz[np.ix_(keep, keep)], extra=Z[j])
             n_iter_total += n_it
             k_row = kernel(Z, z[None, :])[:, 0]
             Kz_try = Kz.copy()
@@ -218,8 +310,8 @@ def _assemble(expansion, blocks):
 
 
 def construct(expansion, n_vectors, *, shared=None, refine=False, tol=0.0, n_init=5,
-              max_iter=200, refine_max_iter=300, n_sweeps=0, random_state=None,
-              progress=False):
+              max_iter=200, refine_max_iter=300, n_sweeps=0, step="one-term",
+              random_state=None, progress=False):
     """Reduced-set construction by iterated one-term approximations (phase 1 + 2).
 
     Parameters
@@ -257,6 +349,16 @@ def construct(expansion, n_vectors, *, shared=None, refine=False, tol=0.0, n_ini
         (started from ``z_j``) and replaced when the Proposition 8 objective decreases.
         ``0`` is the papers' algorithm. ``info["objective_sweeps"]`` holds the
         objective after each sweep.
+    step : {"one-term", "orthogonal"}, default="one-term"
+        How each new ``z`` is chosen. ``"one-term"`` is the papers' step (eq. 76-77): the
+        best one-term approximation of the residual, maximising
+        ``(Psi_m . Phi(z))^2 / k(z, z)``. ``"orthogonal"`` (not in the papers) accounts
+        for the Proposition-8 re-fit that follows: it maximises the exact decrease
+        ``(Psi_m . Phi(z))^2 / (k(z, z) - k_z^T (K^z)^-1 k_z)`` of the objective: the
+        one-term fixed points (the papers' candidates, their winner included) are scored
+        by this gain and the best is polished by L-BFGS, so from a given residual the
+        step is never worse than the papers'. With ``n_sweeps`` each sweep step then is a
+        block-coordinate descent step in ``z_j``. About 1.3-2x the time of ``"one-term"``.
     random_state : int, Generator or None
     progress : bool, default=False
         Show a progress bar.
@@ -294,6 +396,8 @@ def construct(expansion, n_vectors, *, shared=None, refine=False, tol=0.0, n_ini
     refine_max_iter = check_scalar(refine_max_iter, "refine_max_iter", "construct", kind="int",
                                    lower=1)
     n_sweeps = check_scalar(n_sweeps, "n_sweeps", "construct", kind="int", lower=0)
+    if step not in _STEPS:
+        raise ValueError(f"step must be one of {_STEPS}; got {step!r}.")
     if shared not in (None, True, False):
         raise ValueError(f"shared must be True, False or None; got {shared!r}.")
     kernel = expansion.kernel
@@ -313,11 +417,11 @@ def construct(expansion, n_vectors, *, shared=None, refine=False, tol=0.0, n_ini
     # The inner loops are many small GEMMs: threaded BLAS only adds contention.
     with threadpool_limits(limits=1, user_api="blas"):
         return _construct(expansion, kernel, X, A_all, n_vectors, shared, refine, tol,
-                          n_init, max_iter, refine_max_iter, rng, progress, n_sweeps)
+                          n_init, max_iter, refine_max_iter, rng, progress, n_sweeps, step)
 
 
 def _construct(expansion, kernel, X, A_all, n_vectors, shared, refine, tol, n_init,
-               max_iter, refine_max_iter, rng, progress, n_sweeps):
+               max_iter, refine_max_iter, rng, progress, n_sweeps, step):
     n_out = A_all.shape[1]
     multi = expansion.is_multioutput
     groups = [np.arange(n_out)] if (shared or n_out == 1) else [[k] for k in range(n_out)]
@@ -344,7 +448,7 @@ def _construct(expansion, kernel, X, A_all, n_vectors, shared, refine, tol, n_in
         Z, B, path, norm2, nit, sweeps = _construct_block(
             kernel, Xg, Ag, min(n_vectors, rows.size if len(grp) == 1 else n_vectors),
             n_init=n_init, max_iter=max_iter, tol_step=_STEP_TOL, tol=tol, rng=rng, Kxx=Kg,
-            show_progress=progress, desc=desc, n_sweeps=n_sweeps)
+            show_progress=progress, desc=desc, n_sweeps=n_sweeps, step=step)
         phase1.append(path[-1])
         sweep_paths.append(sweeps)
         if refine:

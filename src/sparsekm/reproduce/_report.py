@@ -238,8 +238,12 @@ def write_results(path, registry, fresh, *, run_info=None, mark_kept=True):
     return records
 
 
-def run_all(registry, names, ctx, *, results_path=None, echo=print, keep_going=True):
+def run_all(registry, names, ctx, *, results_path=None, echo=print, keep_going=True,
+            mark_kept=True):
     """Run ``names`` in order; after each, print it and (re)write ``results_path``.
+
+    ``mark_kept`` marks the sections that are kept from the previous file "(not
+    re-run)" (``--skip-slow``); a run of some names only keeps the others as they are.
 
     Returns ``(results, seconds, failed_names)``. The file is rewritten after
     every reproduction so an interrupted run keeps what it finished; with
@@ -276,5 +280,5 @@ def run_all(registry, names, ctx, *, results_path=None, echo=print, keep_going=T
                     f"{_fmt_seconds(elapsed)}"
                     + (f", load average {load:.1f} at the start" if load is not None else "")
                     + f"; seed {ctx.seed}" + (", --quick" if ctx.quick else "") + ".")
-            write_results(results_path, registry, fresh, run_info=info)
+            write_results(results_path, registry, fresh, run_info=info, mark_kept=mark_kept)
     return results, time.perf_counter() - t_start, failed
