@@ -291,3 +291,26 @@ def test_errors(cloud):
         preimage(rbf, method="newton")
     with pytest.raises(ValueError, match="Z has 2 features"):
         preimage_objective(rbf, [0.0, 1.0])
+
+
+@pytest.mark.parametrize("solver, kernel", [(fixed_point, RBF(0.5)),
+                                            (gradient, Polynomial(3, coef0=1.0))])
+def test_known_norm2_gives_the_same_preimages_and_objective(solver, kernel):
+    rng = np.random.default_rng(3)
+    psi = KernelExpansion(rng.normal(size=(25, 3)), rng.normal(size=(25, 2)), kernel)
+    ref = solver(psi, n_init=3, random_state=0)
+    got = solver(psi, n_init=3, random_state=0, norm2=psi.norm2())
+    np.testing.assert_allclose(got.z, ref.z, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(got.objective, ref.objective, rtol=1e-10, atol=1e-12)
+    # a scalar applies to every output
+    one = solver(psi.output(0), random_state=0, norm2=float(psi.output(0).norm2()))
+    np.testing.assert_allclose(one.objective, solver(psi.output(0), random_state=0).objective,
+                               rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("bad, match", [(-1.0, ">= 0"), (np.nan, "finite"),
+                                        (np.ones(3), "one value per output")])
+def test_known_norm2_is_validated(bad, match):
+    psi = KernelExpansion(np.eye(3), np.ones((3, 2)), RBF(1.0))
+    with pytest.raises(ValueError, match=match):
+        fixed_point(psi, norm2=bad)

@@ -160,9 +160,19 @@ def _inner_with_images(kernel, X, G, Z):
     return np.asarray(kernel.weighted_sums(X, Z, G).total, dtype=np.float64)
 
 
-def _norm2(kernel, X, G):
-    KG = kernel.mmv(X, X, G)
-    return np.maximum(np.einsum("iu,iu->u", G, KG), 0.0)
+def _norm2(kernel, X, G, known=None, owner=None):
+    """``||Psi_u||^2`` per output: ``known`` (validated) when the caller has it, else one
+    ``O(n^2 d)`` kernel product."""
+    if known is None:
+        KG = kernel.mmv(X, X, G)
+        return np.maximum(np.einsum("iu,iu->u", G, KG), 0.0)
+    known = np.asarray(known, dtype=np.float64)
+    if known.ndim > 1 or known.size not in (1, G.shape[1]):
+        raise ValueError(f"norm2 of {owner} must be a scalar or have one value per output "
+                         f"({G.shape[1]}); got shape {known.shape}.")
+    if not np.all(np.isfinite(known)) or np.any(known < 0):
+        raise ValueError(f"norm2 of {owner} must be finite and >= 0; got {known!r}.")
+    return np.broadcast_to(known, (G.shape[1],)).copy()
 
 
 def _evaluate(kernel, X, G, Z, norm2):
@@ -280,7 +290,7 @@ def _fixed_point_run(kernel, X, G, Z, max_iter, tol, rng):
 
 
 def fixed_point(expansion, z0=None, *, n_init=5, max_iter=200, tol=1e-8, X_init=None,
-                random_state=None):
+                random_state=None, norm2=None):
     """Pre-image by the fixed-point iteration of eq. 10/48 (radial kernels).
 
     For a radial kernel ``k(x, z) = k(||x - z||^2)``, ``k(z, z)`` is constant and
@@ -313,6 +323,10 @@ def fixed_point(expansion, z0=None, *, n_init=5, max_iter=200, tol=1e-8, X_init=
     random_state : int, RandomState instance or None, default=None
         Seed of the random starts and of the restarts after a vanishing
         denominator.
+    norm2 : float or array-like of shape (n_outputs,), default=None
+        ``||Psi||^2`` per output when the caller already knows it (e.g. RS
+        construction, whose residual norm is its objective); saves the one
+        ``O(n_terms^2 d)`` kernel product of the reported objective.
 
     Returns
     -------
@@ -351,7 +365,7 @@ def fixed_point(expansion, z0=None, *, n_init=5, max_iter=200, tol=1e-8, X_init=
             f"{kernel!r}. Use gradient() or exact_dot_product() for this kernel."
         )
     rng = check_random_state(random_state)
-    norm2 = _norm2(kernel, X, G)
+    norm2 = _norm2(kernel, X, G, norm2, owner)
     best = None
     for Z in _starts(X, G, z0, n_init, X_init, rng):
         Z, n_iter, conv = _fixed_point_run(kernel, X, G, Z, max_iter, tol, rng)
@@ -418,7 +432,7 @@ def _gradient_run(kernel, X, G, Z0, norm2, max_iter, tol):
 
 
 def gradient(expansion, z0=None, *, n_init=5, max_iter=200, tol=1e-8, X_init=None,
-             random_state=None):
+             random_state=None, norm2=None):
     """Pre-image by L-BFGS on the projection objective (eq. 45/46), any kernel.
 
     Maximises ``(Psi . Phi(z))^2 / k(z, z)`` (eq. 46), i.e. minimises
@@ -432,7 +446,7 @@ def gradient(expansion, z0=None, *, n_init=5, max_iter=200, tol=1e-8, X_init=Non
     expansion : KernelExpansion
         ``Psi`` with a radial or dot-product kernel (RBF, inverse multiquadric,
         polynomial, sigmoid, linear).
-    z0, n_init, max_iter, tol, X_init, random_state
+    z0, n_init, max_iter, tol, X_init, random_state, norm2
         As in :func:`fixed_point`; ``max_iter`` bounds the L-BFGS iterations per
         start and ``tol`` is its gradient tolerance (``gtol``).
 
@@ -462,7 +476,7 @@ def gradient(expansion, z0=None, *, n_init=5, max_iter=200, tol=1e-8, X_init=Non
             f"gradient needs a radial or dot-product kernel; got {kernel!r}."
         )
     rng = check_random_state(random_state)
-    norm2 = _norm2(kernel, X, G)
+    norm2 = _norm2(kernel, X, G, norm2, owner)
     best = None
     for Z in _starts(X, G, z0, n_init, X_init, rng):
         if not kernel.is_radial:

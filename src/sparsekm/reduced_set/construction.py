@@ -47,7 +47,7 @@ def _check_psd(kernel, owner):
         )
 
 
-def _one_term_single(kernel, Y, g, starts, max_iter, tol, rng):
+def _one_term_single(kernel, Y, g, starts, max_iter, tol, rng, norm2=None):
     """One-term approximation of ``Psi_m = sum_j g_j Phi(y_j)`` by the pre-image solvers.
 
     All starting points run in one vectorised call: the expansion is repeated once
@@ -60,7 +60,8 @@ def _one_term_single(kernel, Y, g, starts, max_iter, tol, rng):
     psi = KernelExpansion(Y, np.repeat(g[:, None], n_starts, axis=1), kernel)
     solver = fixed_point if kernel.is_radial else gradient
     seed = int(rng.integers(2**31 - 1))
-    res = solver(psi, z0=starts, n_init=1, max_iter=max_iter, tol=tol, random_state=seed)
+    res = solver(psi, z0=starts, n_init=1, max_iter=max_iter, tol=tol, random_state=seed,
+                 norm2=norm2)
     best = int(np.argmin(res.objective))
     return res.z[best], float(res.objective[best]), int(np.max(res.n_iter)), np.asarray(res.z)
 
@@ -172,8 +173,13 @@ def _construct_block(kernel, X, A, n_vectors, *, n_init, max_iter, tol_step, tol
         if extra is not None:
             starts = np.vstack([extra[None, :], starts])
         if n_out == 1:
+            # ||Psi_m||^2 = A'KA - 2 Bo'K(Zo, X)A + Bo'K^z Bo: O(|Zo| N d), not O(N^2 d).
+            r2 = norm2[0]
+            if Zo.shape[0]:
+                bo = Bo[:, 0]
+                r2 = r2 - 2.0 * bo @ kernel.mmv(Zo, X, A[:, 0]) + bo @ Kzo @ bo
             z, _, n_it, ends = _one_term_single(kernel, Y, Gm[:, 0], starts, max_iter,
-                                                tol_step, rng)
+                                                tol_step, rng, norm2=max(float(r2), 0.0))
         else:
             z, _, n_it = one_term_shared(kernel, Y, Gm, starts, max_iter=max_iter,
                                          tol=tol_step, random_state=rng)
