@@ -112,3 +112,13 @@ def machine(note=None):
                          "noisy; ratios measured side by side in one run are the figures "
                          "to trust"),
     }
+
+
+def digits_data():
+    """USPS with the papers' gamma = 1/128 when the data folder is found, else the
+    embedded 8x8 digits with gamma = 1/32: ``(name, gamma, X_train, y_train, X_test, y_test)``."""
+    from sparsekm.datasets import data_available, load_digits_default, load_usps
+
+    if data_available("usps"):
+        return ("usps", 1 / 128) + tuple(load_usps())
+    return ("digits (embedded, USPS files not found)", 1 / 32) + tuple(load_digits_default())

@@ -40,6 +40,7 @@ import argparse
 import json
 import os
 import platform
+import sys
 import time
 from pathlib import Path
 
@@ -50,8 +51,10 @@ from threadpoolctl import threadpool_info
 
 from sparsekm import KernelExpansion
 from sparsekm.config import threads
-from sparsekm.datasets import data_available, load_digits_default, load_usps
 from sparsekm.kernels import RBF
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _benchutil import digits_data  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -163,12 +166,7 @@ def main(argv=None):
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args(argv)
 
-    if data_available("usps"):
-        X_tr, y_tr, X_te, y_te = load_usps()
-        dataset, gamma = "usps", 1 / 128
-    else:
-        X_tr, y_tr, X_te, y_te = load_digits_default()
-        dataset, gamma = "digits (embedded)", 1 / 32
+    dataset, gamma, X_tr, y_tr, X_te, y_te = digits_data()
     d = X_tr.shape[1]
 
     t0 = time.perf_counter()

@@ -41,6 +41,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _benchutil import (  # noqa: E402
+    digits_data,
     linear_fit,
     machine,
     plain_log_ticks,
@@ -58,14 +59,7 @@ C_SVM = 10.0
 
 
 def _data(quick):
-    from sparsekm.datasets import data_available, load_digits_default, load_usps
-
-    if data_available("usps"):
-        Xtr, ytr, Xte, yte = load_usps()
-        name, gamma = "usps", 1 / 128
-    else:
-        Xtr, ytr, Xte, yte = load_digits_default()
-        name, gamma = "digits (embedded, USPS files not found)", 1 / 32
+    name, gamma, Xtr, ytr, Xte, yte = digits_data()
     if quick:
         Xtr, ytr, Xte, yte = Xtr[:600], ytr[:600], Xte[:300], yte[:300]
     return name, gamma, Xtr, ytr, Xte, yte

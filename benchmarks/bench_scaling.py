@@ -60,6 +60,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _benchutil import (  # noqa: E402
+    digits_data,
     machine,
     model_fit,
     plain_log_ticks,
@@ -440,13 +441,8 @@ def figure(name, res, path, dpi=110):
 
 
 def _usps_like():
-    from sparsekm.datasets import data_available, load_digits_default, load_usps
-
-    if data_available("usps"):
-        X, y, _, _ = load_usps()
-        return (X, y, 1 / 128), "usps"
-    X, y, _, _ = load_digits_default()
-    return (X, y, 1 / 32), "digits (embedded, USPS files not found)"
+    name, gamma, X, y, _, _ = digits_data()
+    return (X, y, gamma), name
 
 
 def _relative(path):

@@ -42,6 +42,19 @@ def savefig(fig, path, dpi=120):
     _plt().close(fig)
     return str(path)
 
+def _label_axes(ax, xlabel, ylabel, title, logx):
+    """Axis labels, a small title and (``logx``) a base-2 log x axis with plain tick labels."""
+    if logx:
+        from matplotlib.ticker import FuncFormatter
+
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title, fontsize=9)
+
+
 
 def image_grid(images, image_shape, *, titles=None, ncols=10, cmap="gray_r", suptitle=None,
                path=None, symmetric=False, row_labels=None):
@@ -396,15 +409,7 @@ def plot_error_curves(ns, curves, *, xlabel="number of components n", ylabel="MS
     for label, err in curves.items():
         x = ns[label] if isinstance(ns, dict) else ns
         ax.plot(x, err, "o-", markersize=3, label=label)
-    if logx:
-        from matplotlib.ticker import FuncFormatter
-
-        ax.set_xscale("log", base=2)
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    if title:
-        ax.set_title(title, fontsize=9)
+    _label_axes(ax, xlabel, ylabel, title, logx)
     ax.grid(alpha=0.3)
     if outside:
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
@@ -438,15 +443,7 @@ def error_vs_n_vectors(curves, *, paper=None, baselines=None, xlabel="number of 
                 label=label)
     for i, (label, value) in enumerate((baselines or {}).items()):
         ax.axhline(value, color="0.4", ls=("--", ":", "-.")[i % 3], lw=1.0, label=label)
-    if logx:
-        from matplotlib.ticker import FuncFormatter
-
-        ax.set_xscale("log", base=2)
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    if title:
-        ax.set_title(title, fontsize=9)
+    _label_axes(ax, xlabel, ylabel, title, logx)
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=7)
     fig.tight_layout()
