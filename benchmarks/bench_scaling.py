@@ -225,16 +225,16 @@ def bench_rs(grid, repeat, seed, data):
     res = {"expected": ("T = c1 I N + c2 N N_z^2 + c3 N_z N^2 + c4 N^2 + c5 N_z at fixed d, "
                         "I = sum_j T_j the fixed-point iterations (measured). Per one-term "
                         "step j: T_j iterations of O(n_init (N + j) d), O(N j d) to score the "
-                        "start candidates, O(j^3) for beta, a per-step overhead and -- in the "
-                        "current code -- O((N + j)^2 d) to recompute ||Psi_j||^2 inside "
-                        "preimage.fixed_point; once: the Gram matrix of the input vectors "
-                        "O(N^2 d). The paper's algorithm needs no N_z N^2 term."),
+                        "start candidates and to update ||Psi_j||^2, O(j^3) for beta and a "
+                        "per-step overhead; once: the Gram matrix of the input vectors "
+                        "O(N^2 d). c3 (an N_z N^2 term) should fit to ~0 since "
+                        "||Psi_j||^2 is no longer recomputed per step."),
            "n_init": n_init, "d": d,
            "data": "first-class-vs-rest SVM-like expansions on N random USPS training digits, "
                    "alpha_i = y_i u_i, u_i ~ U(0.1, 1); RBF gamma as the SVMs"}
     for axis, xs, fixed in (("N", grid["N"], {"N_z": grid["Nz_fixed"], "d": d}),
                             ("N_z", grid["Nz"], {"N": grid["N_fixed"], "d": d})):
-        walls, cpus, iters, norm2_est = [], [], [], []
+        walls, cpus, iters = [], [], []
         for x in xs:
             N, nz = (x, grid["Nz_fixed"]) if axis == "N" else (grid["N_fixed"], x)
             psi = _rs_expansion(N, seed, data)
@@ -244,33 +244,19 @@ def bench_rs(grid, repeat, seed, data):
             walls.append(w)
             cpus.append(c)
             iters.append(int(r.n_iter))
-            # what fixed_point's ||Psi_j||^2 costs per step: one K(Y, Y) G with the
-            # n_init identical columns of the residual expansion (Y: N + j vectors)
-            Y = np.vstack([psi.vectors, psi.vectors[: nz // 2]])
-            G = np.repeat(np.resize(psi.coef, Y.shape[0])[:, None], n_init, axis=1)
-            _, _, c_n2 = timed(lambda Y=Y, G=G, k=psi.kernel: k.mmv(Y, Y, G), repeat)
-            norm2_est.append(nz * c_n2)
-            print(f"rs {axis}={x}: {c:.3f} CPU s, {r.n_iter} fixed-point iterations, "
-                  f"~{nz * c_n2:.3f} s recomputing ||Psi_j||^2", flush=True)
+            print(f"rs {axis}={x}: {c:.3f} CPU s, {r.n_iter} fixed-point iterations",
+                  flush=True)
         N_arr = np.asarray(xs if axis == "N" else [grid["N_fixed"]] * len(xs), float)
         z_arr = np.asarray([grid["Nz_fixed"]] * len(xs) if axis == "N" else xs, float)
         per_iter = [c / max(i, 1) for c, i in zip(cpus, iters, strict=True)]
-        per_iter_wo = [max(c - e, 1e-9) / max(i, 1)
-                       for c, e, i in zip(cpus, norm2_est, iters, strict=True)]
         res[f"vs_{axis}"] = _curve(
             axis, xs, cpus, walls, [1, 2],
             [np.asarray(iters, float) * N_arr, N_arr * z_arr**2, z_arr * N_arr**2, N_arr**2,
              z_arr],
             ["I N", "N N_z^2", "N_z N^2", "N^2", "N_z"], fixed,
             extra={"fixed_point_iterations": iters,
-                   "cpu_seconds_norm2_recompute_estimate": norm2_est,
-                   "fraction_norm2_recompute": [e / c for e, c in zip(norm2_est, cpus,
-                                                                      strict=True)],
                    "cpu_seconds_per_fixed_point_iteration": per_iter,
-                   "loglog_fit_per_fixed_point_iteration": power_fit(xs, per_iter),
-                   "cpu_seconds_per_fixed_point_iteration_without_norm2": per_iter_wo,
-                   "loglog_fit_per_fixed_point_iteration_without_norm2":
-                       power_fit(xs, per_iter_wo)})
+                   "loglog_fit_per_fixed_point_iteration": power_fit(xs, per_iter)})
     return _joint_model(res)
 
 
@@ -391,14 +377,8 @@ def figure(name, res, path, dpi=110):
             xx = np.geomspace(x.min(), x.max(), 50)
             ax.loglog(xx, 1e3 * fit["coefficient"] * xx ** fit["exponent"], "-", color="C2",
                       lw=1, label=f"power-law fit: exponent {fit['exponent']:.2f}")
-            t2 = np.asarray(cur["cpu_seconds_per_fixed_point_iteration_without_norm2"]) * 1e3
-            fit2 = cur["loglog_fit_per_fixed_point_iteration_without_norm2"]
-            ax.loglog(x, t2, "^", color="C4", label="the same without the estimated "
-                                                    "||Psi_j||^2 recomputation")
-            ax.loglog(xx, 1e3 * fit2["coefficient"] * xx ** fit2["exponent"], "-", color="C4",
-                      lw=1, label=f"power-law fit: exponent {fit2['exponent']:.2f}")
             p = 1 if cur["x"] == "N" else 0
-            ax.loglog(xx, t2[-1] * (xx / x[-1]) ** p, ":", color="k", lw=1,
+            ax.loglog(xx, t[-1] * (xx / x[-1]) ** p, ":", color="k", lw=1,
                       label=f"expected O({SYMBOL[cur['x']]}$^{p}$) (n_init (N + j) d per "
                             "iteration)")
             ax.set_xlabel(cur["x"])
