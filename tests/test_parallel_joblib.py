@@ -32,10 +32,16 @@ from sparsekm.reduced_set import (
 )
 
 
+# Sequential and parallel runs do the same arithmetic, but worker processes may use a
+# different number of BLAS threads (loky limits them), which may change the rounding
+# of reductions; the optimisers amplify it a little. Agreement to 1e-9 is the claim.
+_SAME = dict(rtol=1e-9, atol=1e-11)
+
+
 def _assert_expansions_equal(a, b):
-    np.testing.assert_array_equal(a.vectors, b.vectors)
-    np.testing.assert_array_equal(a.coef, b.coef)
-    np.testing.assert_array_equal(a.intercept, b.intercept)
+    np.testing.assert_allclose(a.vectors, b.vectors, **_SAME)
+    np.testing.assert_allclose(a.coef, b.coef, **_SAME)
+    np.testing.assert_allclose(a.intercept, b.intercept, **_SAME)
     assert a.kernel == b.kernel
 
 
@@ -66,8 +72,8 @@ def test_reduce_many_is_independent_of_n_jobs(psis, method):
     assert len(seq) == len(par) == 3
     for a, b in zip(seq, par, strict=True):
         _assert_expansions_equal(a.expansion, b.expansion)
-        assert a.objective == b.objective
-        np.testing.assert_array_equal(a.objective_path, b.objective_path)
+        np.testing.assert_allclose(a.objective, b.objective, **_SAME)
+        np.testing.assert_allclose(a.objective_path, b.objective_path, **_SAME)
 
 
 def test_reduce_many_is_the_loop_with_derived_seeds(psis):
@@ -102,7 +108,7 @@ def test_reduce_expansion_multi_output_goes_through_reduce_many(ovr, blobs):
     res = reduce_expansion(psi, 4, n_jobs=2, **kw)
     ref = stack_results(reduce_many([psi.output(k) for k in range(3)], 4, **kw))
     _assert_expansions_equal(res.expansion, ref.expansion)
-    np.testing.assert_array_equal(res.objective, ref.objective)
+    np.testing.assert_allclose(res.objective, ref.objective, **_SAME)
     # one block of 4 vectors per output, each output's own intercept
     assert res.expansion.n_terms == 12 and res.objective.shape == (3,)
     np.testing.assert_array_equal(res.expansion.intercept, psi.intercept)
@@ -163,7 +169,7 @@ def test_reduced_set_classifier_n_jobs(ovr, blobs, method):
     par = ReducedSetClassifier(ovr, n_jobs=2, **kw).fit(X, y)
     assert par.get_params()["n_jobs"] == 2 and seq.n_jobs is None
     _assert_expansions_equal(seq.expansion_, par.expansion_)
-    np.testing.assert_array_equal(seq.objective_, par.objective_)
+    np.testing.assert_allclose(seq.objective_, par.objective_, **_SAME)
     np.testing.assert_array_equal(seq.predict(X), par.predict(X))
     if method == "construct":
         assert seq.score(X, y) > 0.8
@@ -188,7 +194,7 @@ def test_one_vs_rest_problems_in_parallel(blobs, cls, params):
     par = cls(C=10.0, kernel=RBF(0.5), random_state=0, n_jobs=2, **params).fit(X, y)
     assert "n_jobs" in cls().get_params()
     _assert_expansions_equal(seq.expansion_, par.expansion_)
-    np.testing.assert_array_equal(seq.objective_, par.objective_)
+    np.testing.assert_allclose(seq.objective_, par.objective_, **_SAME)
     np.testing.assert_array_equal(seq.predict(X), par.predict(X))
     assert seq.expansion_.coef.shape[1] == 3
     assert seq.score(X, y) > 0.8
