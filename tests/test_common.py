@@ -3,10 +3,19 @@
 Each estimator class listed in ``sparsekm.models.__all__`` (and
 ``sparsekm.approx.__all__``) is instantiated with the fast parameters from
 ``_CHECK_PARAMS`` (if any) and run through ``parametrize_with_checks``.
+
+``parametrize_with_checks`` does not yield every check of
+:mod:`sklearn.utils.estimator_checks` (scikit-learn runs some only on its own
+estimators): :func:`test_sklearn_checks_not_yielded` runs those that concern any
+estimator -- DataFrame column names (``feature_names_in_``), ``get_feature_names_out``
+and ``set_output`` of transformers -- on every public estimator. They need pandas
+(in the ``test`` extra).
 """
 
 
 import pytest
+from sklearn.base import TransformerMixin
+from sklearn.utils import estimator_checks as ec
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from .conftest import public_estimators
@@ -25,6 +34,25 @@ _CHECK_PARAMS: dict[str, dict] = {
 
 ESTIMATORS = [cls(**_CHECK_PARAMS.get(cls.__name__, {})) for cls in public_estimators()]
 
+# Checks that parametrize_with_checks does not yield (scikit-learn 1.6-1.9).
+_EXTRA_CHECKS_ALL = ["check_dataframe_column_names_consistency"]
+_EXTRA_CHECKS_TRANSFORMERS = [
+    "check_get_feature_names_out_error",
+    "check_transformer_get_feature_names_out",
+    "check_transformer_get_feature_names_out_pandas",
+    "check_set_output_transform",
+    "check_set_output_transform_pandas",
+    "check_global_output_transform_pandas",
+]
+
+
+def _extra_cases():
+    for est in ESTIMATORS:
+        names = _EXTRA_CHECKS_ALL + (
+            _EXTRA_CHECKS_TRANSFORMERS if isinstance(est, TransformerMixin) else [])
+        for name in names:
+            yield pytest.param(est, name, id=f"{type(est).__name__}-{name}")
+
 
 if ESTIMATORS:
 
@@ -32,7 +60,20 @@ if ESTIMATORS:
     def test_sklearn_compatible_estimator(estimator, check):
         check(estimator)
 
+    @pytest.mark.parametrize("estimator, check_name", list(_extra_cases()))
+    def test_sklearn_checks_not_yielded(estimator, check_name):
+        pytest.importorskip("pandas")
+        getattr(ec, check_name)(type(estimator).__name__, estimator)
+
 else:
 
     def test_no_estimators_yet():
         pytest.skip("no estimators are public yet")
+
+
+def test_the_extra_checks_are_really_not_yielded():
+    """If scikit-learn starts yielding one of them, drop it from the extra list."""
+    for est in ESTIMATORS[:3]:
+        yielded = {getattr(c, "func", c).__name__
+                   for c in ec._yield_all_checks(est, legacy=True)}
+        assert not yielded & set(_EXTRA_CHECKS_ALL + _EXTRA_CHECKS_TRANSFORMERS)

@@ -248,9 +248,26 @@ def test_resolve_kernel(rng):
     assert isinstance(k, RBF)
     assert k.gamma == pytest.approx(1 / (4 * X.var()))
     assert resolve_kernel("linear") == Linear()
-    assert resolve_kernel("poly") == Polynomial()
+    assert resolve_kernel("poly", gamma=1.0, degree=2) == Polynomial()
+    # scikit-learn's conventions for string kernels: gamma "scale"/"auto", degree 3, coef0 0
+    assert resolve_kernel("rbf", X) == k
+    assert resolve_kernel("RBF", X, gamma="auto") == RBF(0.25)
+    assert resolve_kernel("poly", X) == Polynomial(3, 0.0, 1 / (4 * X.var()))
+    assert resolve_kernel("sigmoid", X, gamma=0.1, coef0=-1.0) == Sigmoid(0.1, -1.0)
+    assert resolve_kernel("imq", X, gamma=5.0) == InverseMultiquadric()
+    assert resolve_kernel("rbf", np.ones((4, 2))) == RBF(1.0)  # constant X: gamma = 1
     kern = RBF(3.0)
     assert resolve_kernel(kern) is kern
+    with pytest.raises(ValueError, match=r"got kernel=RBF\(gamma=3.0\) and gamma=0.5"):
+        resolve_kernel(kern, X, owner="SLMC", gamma=0.5)
+    with pytest.raises(ValueError, match="'gamma' parameter of SLMC must be 'scale', 'auto'"):
+        resolve_kernel("rbf", X, owner="SLMC", gamma="large")
+    with pytest.raises(ValueError, match="'gamma' parameter of SLMC must be"):
+        resolve_kernel("rbf", X, owner="SLMC", gamma=-1.0)
+    with pytest.raises(ValueError, match="'degree' parameter of SLMC"):
+        resolve_kernel("poly", X, owner="SLMC", degree=0)
+    with pytest.raises(ValueError, match="needs the training data"):
+        resolve_kernel("rbf")
     with pytest.raises(TypeError, match="The 'kernel' parameter of SLMC must be"):
         resolve_kernel("laplacian", owner="SLMC")
 

@@ -31,7 +31,6 @@ from sparsekm.reduced_set import (
     stack_results,
 )
 
-
 # Sequential and parallel runs do the same arithmetic, but worker processes may use a
 # different number of BLAS threads (loky limits them), which may change the rounding
 # of reductions; the optimisers amplify it a little. Agreement to 1e-9 is the claim.

@@ -59,6 +59,7 @@ __all__ = [
     "InverseMultiquadric",
     "Linear",
     "resolve_kernel",
+    "estimator_kernel",
     "kernel_from_dict",
     "register_kernel",
 ]
@@ -1032,26 +1033,100 @@ _STRING_KERNELS = {
 }
 
 
-def resolve_kernel(kernel, X=None, owner="estimator"):
+def resolve_kernel(kernel, X=None, owner="estimator", *, gamma="scale", degree=3, coef0=0.0):
     """Turn an estimator's ``kernel`` parameter into a :class:`Kernel`.
 
-    ``None`` means an RBF kernel with scikit-learn's ``gamma="scale"``,
-    ``1 / (n_features * X.var())`` (requires ``X``). A string names a kernel with
-    default parameters; a :class:`Kernel` is returned unchanged.
+    String kernels follow scikit-learn's ``SVC``/``KernelPCA`` conventions:
+
+    ========================  ==========================================================
+    ``"rbf"`` (and ``None``)   ``RBF(gamma)``: ``exp(-gamma ||x - y||^2)``
+    ``"poly"``                 ``Polynomial(degree, coef0, gamma)``: ``(gamma x.y + coef0)^degree``
+    ``"sigmoid"``              ``Sigmoid(gamma, coef0)``: ``tanh(gamma x.y + coef0)``
+    ``"linear"``               ``Linear()`` (``gamma``, ``degree``, ``coef0`` unused)
+    ``"imq"``                  ``InverseMultiquadric()`` (``gamma``, ``degree``, ``coef0`` unused)
+    ========================  ==========================================================
+
+    ``gamma="scale"`` (the default, as in scikit-learn) is ``1 / (n_features * X.var())``
+    (1.0 when ``X`` is constant), ``"auto"`` is ``1 / n_features``; both need ``X``.
+    A :class:`Kernel` is returned unchanged; it carries its own parameters, so a
+    non-default ``gamma``/``degree``/``coef0`` beside it is refused as ambiguous.
+
+    Parameters
+    ----------
+    kernel : Kernel, str or None
+    X : ndarray of shape (n_samples, n_features) or None
+        Training data (for ``gamma="scale"``/``"auto"``).
+    owner : str
+        Estimator name for error messages.
+    gamma : {"scale", "auto"} or float > 0, default="scale"
+    degree : int >= 1, default=3
+    coef0 : float, default=0.0
     """
     if isinstance(kernel, Kernel):
+        given = [f"{name}={value!r}" for name, value, default in
+                 (("gamma", gamma, "scale"), ("degree", degree, 3), ("coef0", coef0, 0.0))
+                 if not _is_default(value, default)]
+        if given:
+            raise ValueError(
+                f"{owner} got kernel={kernel!r} and {', '.join(given)}: gamma, degree and "
+                "coef0 apply to string kernels only (a Kernel object carries its own "
+                "parameters). Pass one or the other."
+            )
         return kernel
-    if kernel is None:
+    name = "rbf" if kernel is None else kernel.lower() if isinstance(kernel, str) else None
+    if name not in _STRING_KERNELS:
+        raise TypeError(
+            f"The 'kernel' parameter of {owner} must be a sparsekm.kernels.Kernel, one of "
+            f"{sorted(_STRING_KERNELS)} or None. Got {kernel!r} instead."
+        )
+    if name in ("linear", "imq"):
+        return _STRING_KERNELS[name]()
+    g = _resolve_gamma(gamma, X, owner)
+    if name == "rbf":
+        return RBF(gamma=g)
+    coef0 = check_scalar(coef0, "coef0", owner)
+    if name == "sigmoid":
+        return Sigmoid(kappa=g, theta=coef0)
+    degree = check_scalar(degree, "degree", owner, kind="int", lower=1)
+    return Polynomial(degree=degree, coef0=coef0, gamma=g)
+
+
+def _is_default(value, default):
+    if isinstance(default, str) or isinstance(value, str):
+        return isinstance(value, str) and value == default
+    return isinstance(value, (int, float, np.number)) and value == default
+
+
+def _resolve_gamma(gamma, X, owner):
+    """``gamma`` as a float: scikit-learn's ``"scale"``/``"auto"`` or a float > 0."""
+    if isinstance(gamma, str):
+        if gamma not in ("scale", "auto"):
+            raise ValueError(f"The 'gamma' parameter of {owner} must be 'scale', 'auto' or a "
+                             f"float > 0. Got {gamma!r} instead.")
         if X is None:
-            return RBF()
-        var = float(np.var(X)) * X.shape[1]
-        return RBF(gamma=1.0 / var if var > 0 else 1.0)
-    if isinstance(kernel, str) and kernel.lower() in _STRING_KERNELS:
-        return _STRING_KERNELS[kernel.lower()]()
-    raise TypeError(
-        f"The 'kernel' parameter of {owner} must be a sparsekm.kernels.Kernel, one of "
-        f"{sorted(_STRING_KERNELS)} or None. Got {kernel!r} instead."
-    )
+            raise ValueError(f"gamma={gamma!r} needs the training data X to be resolved.")
+        X = np.asarray(X)
+        if gamma == "auto":
+            return 1.0 / X.shape[1]
+        with np.errstate(over="ignore", invalid="ignore"):
+            var = float(np.var(X, dtype=np.float64)) * X.shape[1]
+        if not np.isfinite(var):
+            raise ValueError(
+                f"X is finite but too large for {owner}: X.var() overflows float64 (max |X| = "
+                f"{float(np.max(np.abs(X))):.3g}), so gamma='scale' = 1 / (n_features * X.var()) "
+                "and the kernel computation would produce non-finite intermediate values. "
+                "Rescale X, e.g. with sklearn.preprocessing.StandardScaler."
+            )
+        return 1.0 / var if var > 0 else 1.0
+    return check_scalar(gamma, "gamma", owner, lower=0, lower_inclusive=False)
+
+
+def estimator_kernel(estimator, X, owner=None):
+    """:func:`resolve_kernel` with an estimator's ``kernel``, ``gamma``, ``degree``, ``coef0``."""
+    return resolve_kernel(estimator.kernel, X, owner or type(estimator).__name__,
+                          gamma=getattr(estimator, "gamma", "scale"),
+                          degree=getattr(estimator, "degree", 3),
+                          coef0=getattr(estimator, "coef0", 0.0))
 
 
 def kernel_from_dict(spec):

@@ -26,14 +26,14 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.linalg import solve_triangular
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from ..kernels import Kernel, resolve_kernel
+from ..kernels import Kernel, estimator_kernel, resolve_kernel
 from ..parallel import dask_rowwise
 from ..persistence import register
-from ..utils.validation import check_array, check_same_features, check_scalar
+from ..utils.validation import check_array, check_scalar, validate_X
 
 __all__ = ["GreedyBasis", "greedy_basis", "pivoted_cholesky"]
 
@@ -235,7 +235,7 @@ def _first_pivot(kernel, X, init, rng):
 
 
 @register
-class GreedyBasis(TransformerMixin, BaseEstimator):
+class GreedyBasis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Training-set approximation by greedily selected basis vectors (Algorithm 1).
 
     Selects ``m <= n_basis`` training points ``X_r`` whose images span a subspace
@@ -252,7 +252,17 @@ class GreedyBasis(TransformerMixin, BaseEstimator):
         The paper's epsilon: selection stops once ``se(x) < tol`` for every
         training point. ``0`` selects ``n_basis`` points (or the numerical rank).
     kernel : Kernel, str or None, default=None
-        ``None`` is an RBF kernel with scikit-learn's ``gamma="scale"``.
+        A :class:`~sparsekm.kernels.Kernel` object (it carries its own parameters),
+        or a name as in scikit-learn: ``"rbf"``, ``"poly"``, ``"sigmoid"``,
+        ``"linear"`` (or ``"imq"``); ``None`` is ``"rbf"``.
+    gamma : {"scale", "auto"} or float, default="scale"
+        Kernel coefficient of the string kernels ``"rbf"``, ``"poly"`` and
+        ``"sigmoid"`` (and ``None``), as in scikit-learn: ``"scale"`` is
+        ``1 / (n_features * X.var())``, ``"auto"`` is ``1 / n_features``.
+    degree : int, default=3
+        Degree of ``kernel="poly"``.
+    coef0 : float, default=0.0
+        Constant term of ``kernel="poly"`` and ``kernel="sigmoid"``.
     init : {"random", "max-diag"}, default="random"
         First basis vector: random (Algorithm 1, step 1) or the largest ``k(x, x)``.
     pivoting : {"greedy", "random"}, default="greedy"
@@ -316,10 +326,14 @@ class GreedyBasis(TransformerMixin, BaseEstimator):
     """
 
     def __init__(self, n_basis=100, tol=1e-3, kernel=None, init="random", pivoting="greedy",
-                 random_state=None):
+                 random_state=None,
+                 gamma="scale", degree=3, coef0=0.0):
         self.n_basis = n_basis
         self.tol = tol
         self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
         self.init = init
         self.pivoting = pivoting
         self.random_state = random_state
@@ -350,8 +364,8 @@ class GreedyBasis(TransformerMixin, BaseEstimator):
 
     def _fit(self, X):
         self._validate_params()
-        X = _check_X(X)
-        self.kernel_ = _checked_kernel(self.kernel, X)
+        X = validate_X(self, X)
+        self.kernel_ = _checked_kernel(self, X)
         rng = check_random_state(self.random_state)
         first = _first_pivot(self.kernel_, X, self.init, rng)
         piv, L, se, n_eval = pivoted_cholesky(X, self.kernel_, self.n_basis, tol=self.tol,
@@ -379,12 +393,9 @@ class GreedyBasis(TransformerMixin, BaseEstimator):
         budget ``n_basis`` is spent later batches only get measured.
         """
         if not hasattr(self, "basis_vectors_"):
-            self._validate_params()
-            X = _check_X(X)
             self._fit(X)
             return self
-        X = _check_X(X)
-        check_same_features(X, self.n_features_in_, owner="GreedyBasis")
+        X = validate_X(self, X, reset=False)
         X = X.astype(self.basis_vectors_.dtype, copy=False)
         m0 = self.n_basis_
         G0 = self._coordinates(X).T  # (m0, n_batch)
@@ -429,15 +440,16 @@ class GreedyBasis(TransformerMixin, BaseEstimator):
         :mod:`sparsekm.parallel`).
         """
         check_is_fitted(self, "basis_vectors_")
-        X = _check_X(X)
-        check_same_features(X, self.n_features_in_, owner="GreedyBasis")
+        X = validate_X(self, X, reset=False)
         return self._coordinates(X)
 
     @dask_rowwise
     def approximation_error(self, X):
         """Residual ``se(x) = ||Phi(x) - Phi(x)'||^2`` of each row of ``X`` (section 3)."""
-        G = self.transform(X)
-        se = self.kernel_.diag(_check_X(X)) - np.einsum("ij,ij->i", G, G)
+        check_is_fitted(self, "basis_vectors_")
+        X = validate_X(self, X, reset=False)
+        G = self._coordinates(X)
+        se = self.kernel_.diag(X) - np.einsum("ij,ij->i", G, G)
         return np.maximum(se, 0.0)
 
     @dask_rowwise
@@ -446,9 +458,10 @@ class GreedyBasis(TransformerMixin, BaseEstimator):
         G = self.transform(X)
         return solve_triangular(self.cholesky_.T, G.T, lower=False, check_finite=False).T
 
-    def get_feature_names_out(self, input_features=None):
-        check_is_fitted(self, "basis_vectors_")
-        return np.asarray([f"greedybasis{i}" for i in range(self.n_basis_)], dtype=object)
+    @property
+    def _n_features_out(self):
+        """``m`` output coordinates, named ``greedybasis0``, ... by ``get_feature_names_out``."""
+        return self.n_basis_
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -475,7 +488,12 @@ def _check_X(X, name="X"):
 
 
 def _checked_kernel(kernel, X, owner="GreedyBasis"):
-    kernel = resolve_kernel(kernel, X, owner=owner)
+    """The PSD kernel of an estimator (``kernel`` is the estimator) or a kernel parameter."""
+    if isinstance(kernel, BaseEstimator):
+        owner = type(kernel).__name__
+        kernel = estimator_kernel(kernel, X, owner)
+    else:
+        kernel = resolve_kernel(kernel, X, owner=owner)
     if not kernel.is_psd:
         raise ValueError(f"{owner} needs a positive semi-definite kernel (the Cholesky "
                          f"factorisation of K_r); {kernel!r} is not.")

@@ -9,9 +9,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
-from ..approx.greedy import _check_X
 from ..parallel import dask_rowwise
-from ..utils.validation import check_same_features
+from ..utils.validation import validate_X
 
 __all__ = ["BinaryExpansionClassifier", "resolve_n_basis", "binary_targets"]
 
@@ -51,9 +50,7 @@ class BinaryExpansionClassifier(ClassifierMixin, BaseEstimator):
 
     def _check_predict_input(self, X):
         check_is_fitted(self, "expansion_")
-        X = _check_X(X)
-        check_same_features(X, self.n_features_in_, owner=type(self).__name__)
-        return X
+        return validate_X(self, X, reset=False)
 
     @dask_rowwise
     def decision_function(self, X):

@@ -17,10 +17,10 @@ import numpy as np
 from scipy.linalg import solve_triangular
 from sklearn.svm import SVC, LinearSVC
 
-from ..approx.greedy import GreedyBasis, _check_X, _checked_kernel
+from ..approx.greedy import GreedyBasis, _checked_kernel
 from ..expansion import KernelExpansion
 from ..persistence import register
-from ..utils.validation import check_scalar
+from ..utils.validation import check_scalar, validate_X
 from ._base import BinaryExpansionClassifier, binary_targets, resolve_n_basis
 
 __all__ = ["ApproxSVC", "linear_svm_on_coordinates", "svc_precomputed"]
@@ -106,7 +106,17 @@ class ApproxSVC(BinaryExpansionClassifier):
     tol : float, default=1e-3
         The paper's epsilon for Algorithm 1.
     kernel : Kernel, str or None, default=None
-        ``None`` is an RBF kernel with scikit-learn's ``gamma="scale"``.
+        A :class:`~sparsekm.kernels.Kernel` object (it carries its own parameters),
+        or a name as in scikit-learn: ``"rbf"``, ``"poly"``, ``"sigmoid"``,
+        ``"linear"`` (or ``"imq"``); ``None`` is ``"rbf"``.
+    gamma : {"scale", "auto"} or float, default="scale"
+        Kernel coefficient of the string kernels ``"rbf"``, ``"poly"`` and
+        ``"sigmoid"`` (and ``None``), as in scikit-learn: ``"scale"`` is
+        ``1 / (n_features * X.var())``, ``"auto"`` is ``1 / n_features``.
+    degree : int, default=3
+        Degree of ``kernel="poly"``.
+    coef0 : float, default=0.0
+        Constant term of ``kernel="poly"`` and ``kernel="sigmoid"``.
     basis : {"greedy", "support"}, default="greedy"
         ``"greedy"``: Algorithm 1 on all training points. ``"support"``: the
         paper's suggestion (i)-(iii): train a full SVM, select the basis among its
@@ -148,11 +158,15 @@ class ApproxSVC(BinaryExpansionClassifier):
     """
 
     def __init__(self, C=1.0, n_basis=0.1, tol=1e-3, kernel=None, basis="greedy", solver="smo",
-                 init="random", random_state=None):
+                 init="random", random_state=None,
+                 gamma="scale", degree=3, coef0=0.0):
         self.C = C
         self.n_basis = n_basis
         self.tol = tol
         self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
         self.basis = basis
         self.solver = solver
         self.init = init
@@ -167,11 +181,11 @@ class ApproxSVC(BinaryExpansionClassifier):
         if self.solver not in _SOLVERS:
             raise ValueError(f"The 'solver' parameter of ApproxSVC must be one of {_SOLVERS}. "
                              f"Got {self.solver!r} instead.")
-        X = _check_X(X)
+        X = validate_X(self, X)
         self.classes_, ys = binary_targets(y, "ApproxSVC", X.shape[0])
         n = X.shape[0]
         m = resolve_n_basis(self.n_basis, n, "ApproxSVC")
-        self.kernel_ = _checked_kernel(self.kernel, X, "ApproxSVC")
+        self.kernel_ = _checked_kernel(self, X)
         basis = GreedyBasis(n_basis=m, tol=self.tol, kernel=self.kernel_, init=self.init,
                             random_state=self.random_state)
         extra = 0
@@ -194,7 +208,6 @@ class ApproxSVC(BinaryExpansionClassifier):
         self.support_ = support
         self.expansion_ = KernelExpansion(basis.basis_vectors_, coef.astype(X.dtype),
                                           self.kernel_, b)
-        self.n_features_in_ = X.shape[1]
         self.n_kernel_evaluations_ = {"approximation": basis.n_kernel_evaluations_ + extra,
                                       "training": n_dot}
         return self

@@ -26,16 +26,16 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 from scipy.sparse.linalg import eigsh
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from .. import persistence
 from ..expansion import KernelExpansion
-from ..kernels import resolve_kernel
+from ..kernels import estimator_kernel
 from ..parallel import dask_rowwise
 from ..preimage import _normalise_method, preimage
-from ..utils.validation import check_scalar
+from ..utils.validation import check_scalar, validate_X
 
 __all__ = ["KernelPCA", "linear_pca_denoise"]
 
@@ -57,8 +57,31 @@ def _randomized_eigh(K, n_components, n_oversamples=10, n_iter=7, random_state=N
     return w[order], Q @ U[:, order]
 
 
+def _top_eigh(K, k):
+    """The ``k`` largest eigenpairs of the symmetric ``K`` (LAPACK).
+
+    The subset solver (``syevr``) may return fewer pairs than asked for when the
+    top eigenvalue is highly repeated (e.g. the centred RBF Gram matrix of far-apart
+    points, ``K~ = I - 11^T/n``: eigenvalue 1 with multiplicity ``n - 1``); the
+    full divide-and-conquer solve then gives all of them, and any orthonormal basis
+    of the repeated eigenspace is a valid set of components.
+    """
+    n = K.shape[0]
+    try:
+        w, V = scipy.linalg.eigh(K, subset_by_index=(n - k, n - 1))
+    except np.linalg.LinAlgError:
+        w = np.empty(0)
+    if w.size == k:
+        return w, V
+    w, V = scipy.linalg.eigh(K, driver="evd")
+    if w.size < k:  # pragma: no cover - evd returns all n pairs or raises
+        raise ValueError(f"The eigensolver returned {w.size} eigenpairs, fewer than the "
+                         f"{k} components asked for.")
+    return w[n - k:], V[:, n - k:]
+
+
 @persistence.register
-class KernelPCA(TransformerMixin, BaseEstimator):
+class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Kernel principal component analysis with pre-images (eq. 32–36, 42).
 
     Parameters
@@ -67,7 +90,17 @@ class KernelPCA(TransformerMixin, BaseEstimator):
         Number of components ``n``. ``None`` keeps every component with a
         non-zero eigenvalue.
     kernel : Kernel, str or None, default=None
-        The kernel; ``None`` is an RBF kernel with scikit-learn's ``gamma="scale"``.
+        A :class:`~sparsekm.kernels.Kernel` object (it carries its own parameters),
+        or a name as in scikit-learn: ``"rbf"``, ``"poly"``, ``"sigmoid"``,
+        ``"linear"`` (or ``"imq"``); ``None`` is ``"rbf"``.
+    gamma : {"scale", "auto"} or float, default="scale"
+        Kernel coefficient of the string kernels ``"rbf"``, ``"poly"`` and
+        ``"sigmoid"`` (and ``None``), as in scikit-learn: ``"scale"`` is
+        ``1 / (n_features * X.var())``, ``"auto"`` is ``1 / n_features``.
+    degree : int, default=3
+        Degree of ``kernel="poly"``.
+    coef0 : float, default=0.0
+        Constant term of ``kernel="poly"`` and ``kernel="sigmoid"``.
     eigen_solver : {"auto", "dense", "arpack", "randomized"}, default="auto"
         ``"dense"``: LAPACK on the full centred Gram matrix; ``"arpack"``: Lanczos
         (``scipy.sparse.linalg.eigsh``), good for few components; ``"randomized"``:
@@ -130,9 +163,13 @@ class KernelPCA(TransformerMixin, BaseEstimator):
     """
 
     def __init__(self, n_components=None, kernel=None, eigen_solver="auto", tol=0.0,
-                 max_iter=None, random_state=None, center=True):
+                 max_iter=None, random_state=None, center=True,
+                 gamma="scale", degree=3, coef0=0.0):
         self.n_components = n_components
         self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
         self.eigen_solver = eigen_solver
         self.tol = tol
         self.max_iter = max_iter
@@ -152,7 +189,7 @@ class KernelPCA(TransformerMixin, BaseEstimator):
         -------
         self
         """
-        X = validate_data(self, X, dtype=[np.float64, np.float32])
+        X = validate_X(self, X)
         n = X.shape[0]
         if n < 2:
             raise ValueError(f"KernelPCA needs at least 2 samples; got {n} sample.")
@@ -171,7 +208,7 @@ class KernelPCA(TransformerMixin, BaseEstimator):
                 f"The 'center' parameter of KernelPCA must be a bool. Got {self.center!r} instead."
             )
         rng = check_random_state(self.random_state)
-        kernel = resolve_kernel(self.kernel, X, "KernelPCA")
+        kernel = estimator_kernel(self, X)
         if not kernel.is_psd:
             raise ValueError(
                 f"KernelPCA needs a positive semi-definite kernel; {kernel!r} is not (its Gram "
@@ -201,7 +238,7 @@ class KernelPCA(TransformerMixin, BaseEstimator):
         if solver == "arpack" and k >= n - 1:
             solver = "dense"
         if solver == "dense":
-            w, V = scipy.linalg.eigh(K, subset_by_index=(n - k, n - 1))
+            w, V = _top_eigh(K, k)
         elif solver == "arpack":
             v0 = rng.uniform(-1, 1, size=n)
             w, V = eigsh(K, k=k, which="LA", tol=tol, maxiter=max_iter, v0=v0)
@@ -247,9 +284,14 @@ class KernelPCA(TransformerMixin, BaseEstimator):
         return KernelExpansion(self.X_fit_, coef, self.kernel_, intercept)
 
     # -- features ------------------------------------------------------------------
+    @property
+    def _n_features_out(self):
+        """Number of output features, for ``get_feature_names_out`` (``kernelpca0``, ...)."""
+        return self.n_components_
+
     def _check_X(self, X):
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        X = validate_X(self, X, reset=False)
         return np.asarray(X, dtype=np.float64)
 
     @dask_rowwise

@@ -30,10 +30,10 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve, eigh
 
-from ..approx.greedy import GreedyBasis, _check_X, _checked_kernel
+from ..approx.greedy import GreedyBasis, _checked_kernel
 from ..expansion import KernelExpansion
 from ..persistence import register
-from ..utils.validation import check_scalar
+from ..utils.validation import check_scalar, validate_X
 from ._base import BinaryExpansionClassifier, binary_targets, resolve_n_basis
 from .approx_svm import _check_basis_not_empty
 
@@ -121,7 +121,17 @@ class KernelFisherDiscriminant(BinaryExpansionClassifier):
     C : float, default=1e-3
         Regularisation constant (> 0 unless the within-class scatter has full rank).
     kernel : Kernel, str or None, default=None
-        ``None`` is an RBF kernel with scikit-learn's ``gamma="scale"``.
+        A :class:`~sparsekm.kernels.Kernel` object (it carries its own parameters),
+        or a name as in scikit-learn: ``"rbf"``, ``"poly"``, ``"sigmoid"``,
+        ``"linear"`` (or ``"imq"``); ``None`` is ``"rbf"``.
+    gamma : {"scale", "auto"} or float, default="scale"
+        Kernel coefficient of the string kernels ``"rbf"``, ``"poly"`` and
+        ``"sigmoid"`` (and ``None``), as in scikit-learn: ``"scale"`` is
+        ``1 / (n_features * X.var())``, ``"auto"`` is ``1 / n_features``.
+    degree : int, default=3
+        Degree of ``kernel="poly"``.
+    coef0 : float, default=0.0
+        Constant term of ``kernel="poly"`` and ``kernel="sigmoid"``.
 
     Attributes
     ----------
@@ -144,23 +154,26 @@ class KernelFisherDiscriminant(BinaryExpansionClassifier):
     ``e_+ - e_-``).
     """
 
-    def __init__(self, C=1e-3, kernel=None):
+    def __init__(self, C=1e-3, kernel=None,
+                 gamma="scale", degree=3, coef0=0.0):
         self.C = C
         self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
 
     def fit(self, X, y):
         """Solve eq. 5 on ``(X, y)``."""
         C = _check_C(self.C, "KernelFisherDiscriminant")
-        X = _check_X(X)
+        X = validate_X(self, X)
         self.classes_, ys = binary_targets(y, "KernelFisherDiscriminant", X.shape[0])
-        self.kernel_ = _checked_kernel(self.kernel, X, "KernelFisherDiscriminant")
+        self.kernel_ = _checked_kernel(self, X)
         K = self.kernel_(X).astype(np.float64, copy=False)
         N, d, means = fisher_scatter(K, ys)
         coef = kfd_solve(N, d, C)
         self.coef_ = coef
         self.intercept_ = _threshold(coef, means)
         self.expansion_ = KernelExpansion(X, coef.astype(X.dtype), self.kernel_, self.intercept_)
-        self.n_features_in_ = X.shape[1]
         self.n_kernel_evaluations_ = {"approximation": 0, "training": int(X.shape[0]) ** 2}
         return self
 
@@ -185,6 +198,17 @@ class ApproxKFD(BinaryExpansionClassifier):
     tol : float, default=1e-3
         The paper's epsilon for Algorithm 1.
     kernel : Kernel, str or None, default=None
+        A :class:`~sparsekm.kernels.Kernel` object (it carries its own parameters),
+        or a name as in scikit-learn: ``"rbf"``, ``"poly"``, ``"sigmoid"``,
+        ``"linear"`` (or ``"imq"``); ``None`` is ``"rbf"``.
+    gamma : {"scale", "auto"} or float, default="scale"
+        Kernel coefficient of the string kernels ``"rbf"``, ``"poly"`` and
+        ``"sigmoid"`` (and ``None``), as in scikit-learn: ``"scale"`` is
+        ``1 / (n_features * X.var())``, ``"auto"`` is ``1 / n_features``.
+    degree : int, default=3
+        Degree of ``kernel="poly"``.
+    coef0 : float, default=0.0
+        Constant term of ``kernel="poly"`` and ``kernel="sigmoid"``.
     init : {"random", "max-diag"}, default="random"
     random_state : int, RandomState instance or None, default=None
 
@@ -204,21 +228,25 @@ class ApproxKFD(BinaryExpansionClassifier):
     """
 
     def __init__(self, n_basis=0.25, C=1e-3, tol=1e-3, kernel=None, init="random",
-                 random_state=None):
+                 random_state=None,
+                 gamma="scale", degree=3, coef0=0.0):
         self.n_basis = n_basis
         self.C = C
         self.tol = tol
         self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
         self.init = init
         self.random_state = random_state
 
     def fit(self, X, y):
         """Select the basis on ``X`` and solve eq. 7."""
         C = _check_C(self.C, "ApproxKFD")
-        X = _check_X(X)
+        X = validate_X(self, X)
         self.classes_, ys = binary_targets(y, "ApproxKFD", X.shape[0])
         m = resolve_n_basis(self.n_basis, X.shape[0], "ApproxKFD")
-        self.kernel_ = _checked_kernel(self.kernel, X, "ApproxKFD")
+        self.kernel_ = _checked_kernel(self, X)
         basis = GreedyBasis(n_basis=m, tol=self.tol, kernel=self.kernel_, init=self.init,
                             random_state=self.random_state)
         Gamma = basis.fit_transform(X)
@@ -229,7 +257,6 @@ class ApproxKFD(BinaryExpansionClassifier):
         self.intercept_ = b
         self.expansion_ = KernelExpansion(basis.basis_vectors_, coef.astype(X.dtype),
                                           self.kernel_, b)
-        self.n_features_in_ = X.shape[1]
         self.n_kernel_evaluations_ = {"approximation": basis.n_kernel_evaluations_,
                                       "training": 0}
         return self

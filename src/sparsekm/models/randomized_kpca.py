@@ -7,7 +7,7 @@ import scipy.sparse
 import scipy.sparse.linalg
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from ..approx.randomized import (
     ThreadedCSROperator,
@@ -21,10 +21,10 @@ from ..approx.randomized import (
 )
 from ..config import _single_threaded_blas
 from ..expansion import KernelExpansion
-from ..kernels import resolve_kernel
+from ..kernels import estimator_kernel
 from ..parallel import dask_rowwise
 from ..persistence import register
-from ..utils.validation import check_scalar
+from ..utils.validation import check_scalar, validate_X
 
 __all__ = ["RandomizedKernelPCA"]
 
@@ -56,7 +56,17 @@ class RandomizedKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
     n_components : int, default=2
         ``l``, the number of features.
     kernel : Kernel, str or None, default=None
-        ``None`` is an RBF kernel with scikit-learn's ``gamma="scale"``.
+        A :class:`~sparsekm.kernels.Kernel` object (it carries its own parameters),
+        or a name as in scikit-learn: ``"rbf"``, ``"poly"``, ``"sigmoid"``,
+        ``"linear"`` (or ``"imq"``); ``None`` is ``"rbf"``.
+    gamma : {"scale", "auto"} or float, default="scale"
+        Kernel coefficient of the string kernels ``"rbf"``, ``"poly"`` and
+        ``"sigmoid"`` (and ``None``), as in scikit-learn: ``"scale"`` is
+        ``1 / (n_features * X.var())``, ``"auto"`` is ``1 / n_features``.
+    degree : int, default=3
+        Degree of ``kernel="poly"``.
+    coef0 : float, default=0.0
+        Constant term of ``kernel="poly"`` and ``kernel="sigmoid"``.
     sampling : {"none", "sparsify", "quantize", "both"}, default="none"
         How ``K`` is simplified; ``"none"`` is exact (uncentred) kernel PCA.
     s : float >= 1, default=10.0
@@ -123,9 +133,13 @@ class RandomizedKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
 
     def __init__(self, n_components=2, *, kernel=None, sampling="none", s=10.0,
                  solver="orthogonal-iteration", max_iter=1000, tol=1e-7, n_oversamples=0,
-                 noise_tol=None, block_size=None, random_state=None):
+                 noise_tol=None, block_size=None, random_state=None,
+                 gamma="scale", degree=3, coef0=0.0):
         self.n_components = n_components
         self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
         self.sampling = sampling
         self.s = s
         self.solver = solver
@@ -182,9 +196,9 @@ class RandomizedKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
         -------
         self
         """
-        X = validate_data(self, X, dtype=[np.float64, np.float32])
+        X = validate_X(self, X)
         ell = self._check_params(X.shape[0])
-        kernel = resolve_kernel(self.kernel, X, owner=type(self).__name__)
+        kernel = estimator_kernel(self, X)
         rng = _as_generator(check_random_state(self.random_state))
         A = self._gram(X, kernel, rng)
         lam, alpha, n_iter = self._solve(A, ell, rng)
@@ -269,7 +283,7 @@ class RandomizedKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
         ndarray (or dask array) of shape (n_samples, n_components)
         """
         check_is_fitted(self, "expansion_")
-        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
+        X = validate_X(self, X, reset=False)
         return self.expansion_.decision_function(X)
 
     def __sklearn_tags__(self):

@@ -13,14 +13,14 @@ from sklearn.exceptions import NotFittedError
 from sklearn.multiclass import OneVsRestClassifier
 from sklearn.svm import SVC, SVR
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from .. import persistence
 from ..expansion import KernelExpansion
 from ..parallel import dask_rowwise
 from ..reduced_set import refit_intercept
 from ..reduced_set.reduction import _check_method, reduce_expansion
-from ..utils.validation import check_scalar
+from ..utils.validation import check_scalar, validate_X
 
 __all__ = ["ReducedSetClassifier", "ReducedSetRegressor", "reduce_kernel_pca", "reduce_expansion"]
 
@@ -66,7 +66,7 @@ class _ReducedSetBase(BaseEstimator):
 
     def _evaluate(self, X):
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        X = validate_X(self, X, reset=False)
         return self.expansion_.decision_function(np.asarray(X, dtype=np.float64))
 
 
@@ -201,7 +201,7 @@ class ReducedSetClassifier(ClassifierMixin, _ReducedSetBase):
             raise ValueError(
                 f"The 'refit_intercept' parameter of {owner} must be True, False or 'joint'. "
                 f"Got {self.refit_intercept!r} instead.")
-        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
+        X, y = validate_X(self, X, y)
         X = np.asarray(X, dtype=np.float64)
         check_classification_targets(y)
         classes = np.unique(y)
@@ -339,7 +339,7 @@ class ReducedSetRegressor(RegressorMixin, _ReducedSetBase):
             raise ValueError(
                 f"The 'refit_intercept' parameter of {owner} must be a bool. Got "
                 f"{self.refit_intercept!r} instead.")
-        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], y_numeric=True)
+        X, y = validate_X(self, X, y, y_numeric=True)
         X = np.asarray(X, dtype=np.float64)
         y = np.asarray(y, dtype=np.float64)
         base = SVR() if self.estimator is None else self.estimator

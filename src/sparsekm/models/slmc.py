@@ -22,19 +22,22 @@ so the result does not depend on ``n_jobs``.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
+from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from .. import direct
 from ..expansion import KernelExpansion
-from ..kernels import resolve_kernel
+from ..kernels import estimator_kernel
 from ..parallel import dask_rowwise, parallel_map
 from ..persistence import register
 from ..utils.progress import progress
-from ..utils.validation import check_array, check_scalar
+from ..utils.validation import check_array, check_scalar, validate_X
 
 __all__ = [
     "SparseLargeMarginClassifier",
@@ -44,6 +47,28 @@ __all__ = [
     "ModifiedRSVM",
     "ModifiedRS",
 ]
+
+
+def _stopped_at_max_iter(res, max_iter):
+    """Whether an L-BFGS run over ``Z`` ended on its iteration limit, not on ``tol``."""
+    if max_iter <= 0:
+        return False  # no optimisation asked for
+    message = str(res.message).upper()
+    return res.n_iter >= max_iter or "LIMIT" in message or "EXCEEDS" in message
+
+
+def _warn_if_stopped(est, infos):
+    """One ConvergenceWarning naming the binary problems that stopped at ``max_iter``."""
+    stopped = [k for k, info in enumerate(infos) if info.get("stopped")]
+    if not stopped:
+        return
+    which = ("the binary problem" if len(infos) == 1 else
+             f"{len(stopped)} of {len(infos)} one-vs-rest problems (classes "
+             f"{[est.classes_[k] for k in stopped][:10]})")
+    warnings.warn(
+        f"{type(est).__name__} stopped at max_iter={est.max_iter} L-BFGS iterations over Z "
+        f"before W(Z) converged to tol={est.tol} in {which}. Increase max_iter (or tol); "
+        "verbose=True shows the progress.", ConvergenceWarning, stacklevel=4)
 
 
 def _solve_fixed(X, y, Z, kernel, C, features="whitened"):
@@ -59,7 +84,7 @@ class _DirectSparseBase(ClassifierMixin, BaseEstimator):
     # -- validation ----------------------------------------------------------------
     def _validate_common(self, X, y):
         owner = type(self).__name__
-        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], y_numeric=False,
+        X, y = validate_X(self, X, y, y_numeric=False,
                              multi_output=False)
         X = check_array(X, "X")
         y = column_or_1d(y, warn=True)
@@ -73,7 +98,7 @@ class _DirectSparseBase(ClassifierMixin, BaseEstimator):
                 f"({classes[0]!r})."
             )
         check_scalar(self.C, "C", owner, lower=0.0, lower_inclusive=False)
-        kernel = resolve_kernel(self.kernel, X, owner)
+        kernel = estimator_kernel(self, X, owner)
         return X, y_idx.reshape(-1), classes, kernel
 
     def _check_n_vectors(self, n_unique):
@@ -182,7 +207,7 @@ class _DirectSparseBase(ClassifierMixin, BaseEstimator):
         (n_samples, n_classes) otherwise.
         """
         check_is_fitted(self, "expansion_")
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        X = validate_X(self, X, reset=False)
         return self.expansion_.decision_function(X)
 
     @dask_rowwise
@@ -218,8 +243,17 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
     C : float, default=1.0
         SVM regularisation constant.
     kernel : Kernel, str or None, default=None
-        The kernel (``None``: RBF with scikit-learn's ``gamma="scale"``). Must be
-        differentiable (every :mod:`sparsekm.kernels` kernel is).
+        A :class:`~sparsekm.kernels.Kernel` object (it carries its own parameters),
+        or a name as in scikit-learn: ``"rbf"``, ``"poly"``, ``"sigmoid"``,
+        ``"linear"`` (or ``"imq"``); ``None`` is ``"rbf"``.
+    gamma : {"scale", "auto"} or float, default="scale"
+        Kernel coefficient of the string kernels ``"rbf"``, ``"poly"`` and
+        ``"sigmoid"`` (and ``None``), as in scikit-learn: ``"scale"`` is
+        ``1 / (n_features * X.var())``, ``"auto"`` is ``1 / n_features``.
+    degree : int, default=3
+        Degree of ``kernel="poly"``.
+    coef0 : float, default=0.0
+        Constant term of ``kernel="poly"`` and ``kernel="sigmoid"``.
     init : {"random", "kmeans"} or array of shape (n_vectors, n_features), default="random"
         Initial XVs: distinct training points drawn at random (Table 1), k-means
         centres (Table 2), or given vectors (e.g. the support vectors of an SVM,
@@ -271,10 +305,14 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
     """
 
     def __init__(self, n_vectors=10, C=1.0, kernel=None, init="random", max_iter=100, tol=1e-6,
-                 random_state=None, verbose=False, n_jobs=None):
+                 random_state=None, verbose=False, n_jobs=None,
+                 gamma="scale", degree=3, coef0=0.0):
         self.n_vectors = n_vectors
         self.C = C
         self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
         self.init = init
         self.max_iter = max_iter
         self.tol = tol
@@ -302,13 +340,14 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
                                  on_singular="pinv", warm_start=res.solution.alpha,
                                  sample_weight=counts)
         info = {"W": sol.W, "gap": sol.gap, "history": np.array(res.W_history),
-                "n_iter": res.n_iter}
+                "n_iter": res.n_iter, "stopped": _stopped_at_max_iter(res, max_iter)}
         return res.Z, sol.beta, sol.intercept, info
 
     def _store_info(self, infos):
         super()._store_info(infos)
         self.W_history_ = [info["history"] for info in infos]
         self.n_iter_ = np.array([info["n_iter"] for info in infos])
+        _warn_if_stopped(self, infos)
 
 
 SLMC = SparseLargeMarginClassifier
@@ -333,6 +372,17 @@ class SparseKFD(_DirectSparseBase):
         Regulariser ``mu`` of eq. 49 (``B^z`` = within-class scatter of
         ``psi_z(x)`` + ``mu K^z``; the scatter is not divided by the sample size).
     kernel : Kernel, str or None, default=None
+        A :class:`~sparsekm.kernels.Kernel` object (it carries its own parameters),
+        or a name as in scikit-learn: ``"rbf"``, ``"poly"``, ``"sigmoid"``,
+        ``"linear"`` (or ``"imq"``); ``None`` is ``"rbf"``.
+    gamma : {"scale", "auto"} or float, default="scale"
+        Kernel coefficient of the string kernels ``"rbf"``, ``"poly"`` and
+        ``"sigmoid"`` (and ``None``), as in scikit-learn: ``"scale"`` is
+        ``1 / (n_features * X.var())``, ``"auto"`` is ``1 / n_features``.
+    degree : int, default=3
+        Degree of ``kernel="poly"``.
+    coef0 : float, default=0.0
+        Constant term of ``kernel="poly"`` and ``kernel="sigmoid"``.
     init : {"kmeans", "random"} or array of shape (n_vectors, n_features), default="kmeans"
         Table 3 uses k-means initialisation.
     max_iter : int, default=100
@@ -350,11 +400,15 @@ class SparseKFD(_DirectSparseBase):
     """
 
     def __init__(self, n_vectors=10, C=1.0, mu=1e-3, kernel=None, init="kmeans", max_iter=100,
-                 tol=1e-6, random_state=None, verbose=False, n_jobs=None):
+                 tol=1e-6, random_state=None, verbose=False, n_jobs=None,
+                 gamma="scale", degree=3, coef0=0.0):
         self.n_vectors = n_vectors
         self.C = C
         self.mu = mu
         self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
         self.init = init
         self.max_iter = max_iter
         self.tol = tol
@@ -376,7 +430,7 @@ class SparseKFD(_DirectSparseBase):
         sol = _solve_fixed(X, y, res.Z, kernel, float(self.C))
         info = {"W": res.W_history[-1] if res.W_history else np.nan, "gap": sol.gap,
                 "history": np.array(res.W_history), "n_iter": res.n_iter,
-                "fisher_coef": res.solution[0]}
+                "fisher_coef": res.solution[0], "stopped": _stopped_at_max_iter(res, max_iter)}
         return res.Z, sol.beta, sol.intercept, info
 
     def _store_info(self, infos):
@@ -384,6 +438,7 @@ class SparseKFD(_DirectSparseBase):
         self.W_history_ = [info["history"] for info in infos]
         self.n_iter_ = np.array([info["n_iter"] for info in infos])
         self.fisher_coef_ = [info["fisher_coef"] for info in infos]
+        _warn_if_stopped(self, infos)
 
 
 class _FixedZClassifier(_DirectSparseBase):
@@ -413,6 +468,17 @@ class RSVM(_FixedZClassifier):
     n_vectors : int, default=10
     C : float, default=1.0
     kernel : Kernel, str or None, default=None
+        A :class:`~sparsekm.kernels.Kernel` object (it carries its own parameters),
+        or a name as in scikit-learn: ``"rbf"``, ``"poly"``, ``"sigmoid"``,
+        ``"linear"`` (or ``"imq"``); ``None`` is ``"rbf"``.
+    gamma : {"scale", "auto"} or float, default="scale"
+        Kernel coefficient of the string kernels ``"rbf"``, ``"poly"`` and
+        ``"sigmoid"`` (and ``None``), as in scikit-learn: ``"scale"`` is
+        ``1 / (n_features * X.var())``, ``"auto"`` is ``1 / n_features``.
+    degree : int, default=3
+        Degree of ``kernel="poly"``.
+    coef0 : float, default=0.0
+        Constant term of ``kernel="poly"`` and ``kernel="sigmoid"``.
     random_state : int, RandomState or None
     n_jobs : int or None, default=None
         One-vs-rest problems in parallel, as in :class:`SparseLargeMarginClassifier`.
@@ -424,10 +490,14 @@ class RSVM(_FixedZClassifier):
 
     _features = "empirical"
 
-    def __init__(self, n_vectors=10, C=1.0, kernel=None, random_state=None, n_jobs=None):
+    def __init__(self, n_vectors=10, C=1.0, kernel=None, random_state=None, n_jobs=None,
+                 gamma="scale", degree=3, coef0=0.0):
         self.n_vectors = n_vectors
         self.C = C
         self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
         self.random_state = random_state
         self.n_jobs = n_jobs
 
@@ -444,16 +514,31 @@ class ModifiedRSVM(_FixedZClassifier):
     n_vectors : int, default=10
     C : float, default=1.0
     kernel : Kernel, str or None, default=None
+        A :class:`~sparsekm.kernels.Kernel` object (it carries its own parameters),
+        or a name as in scikit-learn: ``"rbf"``, ``"poly"``, ``"sigmoid"``,
+        ``"linear"`` (or ``"imq"``); ``None`` is ``"rbf"``.
+    gamma : {"scale", "auto"} or float, default="scale"
+        Kernel coefficient of the string kernels ``"rbf"``, ``"poly"`` and
+        ``"sigmoid"`` (and ``None``), as in scikit-learn: ``"scale"`` is
+        ``1 / (n_features * X.var())``, ``"auto"`` is ``1 / n_features``.
+    degree : int, default=3
+        Degree of ``kernel="poly"``.
+    coef0 : float, default=0.0
+        Constant term of ``kernel="poly"`` and ``kernel="sigmoid"``.
     random_state : int, RandomState or None
         With the same ``random_state`` and data, :class:`RSVM` picks the same XVs.
     n_jobs : int or None, default=None
         One-vs-rest problems in parallel, as in :class:`SparseLargeMarginClassifier`.
     """
 
-    def __init__(self, n_vectors=10, C=1.0, kernel=None, random_state=None, n_jobs=None):
+    def __init__(self, n_vectors=10, C=1.0, kernel=None, random_state=None, n_jobs=None,
+                 gamma="scale", degree=3, coef0=0.0):
         self.n_vectors = n_vectors
         self.C = C
         self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
         self.random_state = random_state
         self.n_jobs = n_jobs
 
@@ -474,6 +559,17 @@ class ModifiedRS(_DirectSparseBase):
         Number of RS vectors to construct (ignored when ``Z`` is given).
     C : float, default=1.0
     kernel : Kernel, str or None, default=None
+        A :class:`~sparsekm.kernels.Kernel` object (it carries its own parameters),
+        or a name as in scikit-learn: ``"rbf"``, ``"poly"``, ``"sigmoid"``,
+        ``"linear"`` (or ``"imq"``); ``None`` is ``"rbf"``.
+    gamma : {"scale", "auto"} or float, default="scale"
+        Kernel coefficient of the string kernels ``"rbf"``, ``"poly"`` and
+        ``"sigmoid"`` (and ``None``), as in scikit-learn: ``"scale"`` is
+        ``1 / (n_features * X.var())``, ``"auto"`` is ``1 / n_features``.
+    degree : int, default=3
+        Degree of ``kernel="poly"``.
+    coef0 : float, default=0.0
+        Constant term of ``kernel="poly"`` and ``kernel="sigmoid"``.
     Z : array-like of shape (n_vectors, n_features), list of such arrays, or None
         Reduced-set vectors. An array is used for every binary problem; a list
         gives one array per one-vs-rest problem (in ``classes_`` order). ``None``
@@ -490,10 +586,14 @@ class ModifiedRS(_DirectSparseBase):
     """
 
     def __init__(self, n_vectors=10, C=1.0, kernel=None, Z=None, random_state=None,
-                 n_jobs=None):
+                 n_jobs=None,
+                 gamma="scale", degree=3, coef0=0.0):
         self.n_vectors = n_vectors
         self.C = C
         self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
         self.Z = Z
         self.random_state = random_state
         self.n_jobs = n_jobs

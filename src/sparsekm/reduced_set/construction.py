@@ -21,6 +21,7 @@ from ..utils.progress import progress
 from ..utils.validation import check_scalar
 from ._base import ReducedSetResult, _check_expansion, _coef2d, _solve_kz
 from ._one_term import one_term_shared
+from .selection import _warn_more_than_terms
 
 __all__ = ["construct", "refine", "phase2_objective"]
 
@@ -416,6 +417,7 @@ def construct(expansion, n_vectors, *, shared=None, refine=False, tol=0.0, n_ini
     multi = expansion.is_multioutput
 
     if n_vectors >= expansion.n_terms and (shared or not multi or n_out == 1):
+        _warn_more_than_terms("construct", n_vectors, expansion.n_terms)
         zeros = np.zeros(n_out) if multi else 0.0
         return ReducedSetResult(expansion.copy(), zeros, np.zeros((0, n_out) if multi else 0),
                                 support=np.arange(expansion.n_terms), norm2=expansion.norm2())

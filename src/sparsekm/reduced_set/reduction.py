@@ -33,28 +33,9 @@ def _check_method(method, owner):
             "instead.")
 
 
-def _l1_multi_for_size(expansion, n_vectors, c, max_steps=14):
-    """``select_l1_multi`` with ``lam`` bisected (log scale) to keep at most ``n_vectors``."""
-    lo, hi = 1e-8, None
-    lam = 1.0
-    best = None
-    B0 = None
-    for _ in range(max_steps):
-        res = select_l1_multi(expansion, lam, c=c, B0=B0, max_iter=5000, tol=1e-6)
-        B0 = res.info["B_l1"]
-        n = res.expansion.n_terms
-        if n <= n_vectors:
-            if best is None or n > best.expansion.n_terms:
-                best = res
-            if n == n_vectors:
-                break
-            hi = lam
-        else:
-            lo = lam
-        lam = np.sqrt(lo * hi) if hi is not None else lam * 10.0
-    if best is None:
-        best = res
-    return best
+def _l1_multi_for_size(expansion, n_vectors, c):
+    """``select_l1_multi`` with exactly ``n_vectors`` shared vectors (a lambda path)."""
+    return select_l1_multi(expansion, n_vectors=n_vectors, c=c, max_iter=5000, tol=1e-6)
 
 
 def _reduce_single(expansion, n_vectors, method, c, lam, n_init, max_iter, refine_max_iter,
@@ -69,9 +50,9 @@ def _reduce_single(expansion, n_vectors, method, c, lam, n_init, max_iter, refin
                          step=step,
                          random_state=random_state)
     if method == "select-kpca":
-        return select_kpca(e, min(n_vectors, e.n_terms))
+        return select_kpca(e, n_vectors)
     if method == "select-backward":
-        return select_backward(e, min(n_vectors, e.n_terms))
+        return select_backward(e, n_vectors)
     if lam is not None:
         return select_l1(e, lam, c=c)
     return select_l1(e, n_vectors=n_vectors, c=c)

@@ -32,6 +32,15 @@ def _check_psd_kernel(kernel, owner):
         )
 
 
+def _warn_more_than_terms(owner, n_vectors, n_terms, stacklevel=3):
+    """The budget exceeds the expansion: it is kept whole (exact), with fewer vectors."""
+    if n_vectors > n_terms:
+        warnings.warn(
+            f"{owner} was asked for n_vectors={n_vectors} but the expansion has only {n_terms} "
+            f"terms: all {n_terms} are kept (zero error), not {n_vectors}.",
+            ReducedSetWarning, stacklevel=stacklevel)
+
+
 def _prepare(expansion, owner):
     expansion = _check_expansion(expansion, owner)
     if expansion.n_terms == 0:
@@ -107,6 +116,7 @@ def select_kpca(expansion, n_vectors, *, refit=True):
     """
     expansion, X, A = _prepare(expansion, "select_kpca")
     n_vectors = check_scalar(n_vectors, "n_vectors", "select_kpca", kind="int", lower=1)
+    _warn_more_than_terms("select_kpca", n_vectors, X.shape[0])
     K = expansion.kernel(X)
     norm2 = np.einsum("ij,ij->j", A, K @ A)
     idx = np.arange(X.shape[0])
@@ -176,6 +186,7 @@ def select_backward(expansion, n_vectors, *, refresh=50):
     """
     expansion, X, A = _prepare(expansion, "select_backward")
     n_vectors = check_scalar(n_vectors, "n_vectors", "select_backward", kind="int", lower=1)
+    _warn_more_than_terms("select_backward", n_vectors, X.shape[0])
     refresh = check_scalar(refresh, "refresh", "select_backward", kind="int", lower=1)
     K = expansion.kernel(X)
     norm2 = np.einsum("ij,ij->j", A, K @ A)
@@ -265,9 +276,17 @@ def select_l1(expansion, lam=None, *, n_vectors=None, c="uniform", refit=True, t
     lam : float >= 0, optional
         ``lambda`` of eq. 66. Give exactly one of ``lam`` and ``n_vectors``.
     n_vectors : int >= 1, optional
-        Instead of ``lam``: walk down a log-spaced ``lam`` grid (warm-started, 20
-        points per decade) and keep the solution with the largest support not
-        exceeding ``n_vectors``.
+        Instead of ``lam``: an exact budget. The ``lambda`` continuation path
+        (coordinate descent warm-started from ``lambda_max``, where nothing is
+        selected, down a log grid of 20 points per decade, as
+        :func:`sklearn.linear_model.lasso_path`) is followed to the first point
+        whose support has exactly ``n_vectors`` vectors; when the path skips that
+        count, ``lambda`` is bisected between the neighbouring path points; when
+        several vectors enter at the same ``lambda`` (to bisection precision), the
+        support just before is completed with the entering vectors of largest
+        ``|beta|`` (``info["completed"]``). Exactly ``n_vectors`` vectors are
+        returned unless the expansion has fewer usable terms (a
+        :class:`ReducedSetWarning` then gives both numbers).
     c : {"uniform", "inverse"} or array-like of shape (n_terms,), default="uniform"
         Weights ``c_i``: all 1, or ``mean|alpha| / |alpha_i|`` (Table III, RSS_2).
     refit : bool, default=True
@@ -292,6 +311,7 @@ def select_l1(expansion, lam=None, *, n_vectors=None, c="uniform", refit=True, t
         lam = check_scalar(lam, "lam", "select_l1", lower=0)
     else:
         n_vectors = check_scalar(n_vectors, "n_vectors", "select_l1", kind="int", lower=1)
+        _warn_more_than_terms("select_l1", n_vectors, X.shape[0])
     w = _weights(c, A, "select_l1")
     K = expansion.kernel(X)
     norm2 = np.einsum("ij,ij->j", A, K @ A)
@@ -300,6 +320,7 @@ def select_l1(expansion, lam=None, *, n_vectors=None, c="uniform", refit=True, t
     R = _cholesky_factor(K)
     design = R[:, usable] / w[usable][None, :]
     target = R @ A[:, 0]
+    info = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         if lam is not None:
@@ -310,25 +331,21 @@ def select_l1(expansion, lam=None, *, n_vectors=None, c="uniform", refit=True, t
                               max_iter=max_iter, selection="cyclic")
                 theta = model.fit(design, target).coef_
         else:
-            # Walk down a log-spaced lambda grid with warm starts; stop once the
-            # support exceeds n_vectors and keep the largest support within it.
-            alpha_max = float(np.max(np.abs(design.T @ target))) / N
-            model = Lasso(alpha=alpha_max, fit_intercept=False, tol=tol, max_iter=max_iter,
-                          warm_start=True, selection="cyclic")
-            theta, lam_best = np.zeros(usable.size), alpha_max * 2.0 * N
-            for a in alpha_max * np.logspace(0, -6, 121)[1:]:
-                model.set_params(alpha=a)
-                coef = model.fit(design, target).coef_
-                size = np.count_nonzero(coef)
-                if size > n_vectors:
-                    break
-                if size >= np.count_nonzero(theta):
-                    theta, lam_best = coef.copy(), a * 2.0 * N
-            lam = lam_best
+            theta, alpha, completed = _lasso_with_support_size(design, target, n_vectors,
+                                                               tol=tol, max_iter=max_iter)
+            lam = alpha * 2.0 * N
+            info["completed"] = completed
+            found = int(np.count_nonzero(theta))
+            if found != min(n_vectors, N):
+                warnings.warn(
+                    f"select_l1 was asked for n_vectors={n_vectors} but can select only "
+                    f"{found}: the expansion has {N} terms, {usable.size} of them usable "
+                    f"(non-zero weight), and the lambda path reaches no larger support.",
+                    ReducedSetWarning, stacklevel=2)
     beta = np.zeros(N)
     beta[usable] = theta / w[usable]
     support = np.flatnonzero(beta != 0)
-    info = {"lam": float(lam), "beta_l1": beta}
+    info.update({"lam": float(lam), "beta_l1": beta})
     if not refit and support.size:
         red = KernelExpansion(X[support], beta[support], expansion.kernel, expansion.intercept)
         D = A[:, 0] - beta
@@ -338,6 +355,71 @@ def select_l1(expansion, lam=None, *, n_vectors=None, c="uniform", refit=True, t
     res = _finish(expansion, X, A, K, support, [], norm2, info=info)
     res.objective_path = np.array([res.objective])
     return res
+
+
+def _lasso_with_support_size(design, target, n_vectors, *, tol, max_iter, n_alphas=201,
+                             n_bisect=40):
+    """Lasso solution with exactly ``n_vectors`` non-zeros, by continuation in ``alpha``.
+
+    Returns ``(coef, alpha, completed)`` in scikit-learn's scaling (loss
+    ``||y - X w||^2 / (2 n) + alpha ||w||_1``). ``completed`` says that the support
+    was completed by magnitude because several coefficients entered at one
+    ``alpha`` (to bisection precision). Fewer non-zeros are returned only when no
+    ``alpha > 0`` reaches ``n_vectors`` (fewer usable columns or a rank limit).
+    """
+    n, p = design.shape
+    if p == 0:
+        return np.zeros(0), 0.0, False
+    alpha_max = float(np.max(np.abs(design.T @ target))) / n
+    if alpha_max <= 0:  # target 0: nothing to select
+        return np.zeros(p), 0.0, False
+    # The continuation path (as lasso_path, warm-started from alpha_max) on a log grid,
+    # stopped as soon as the support reaches n_vectors.
+    model = Lasso(alpha=alpha_max, fit_intercept=False, tol=tol, max_iter=max_iter,
+                  warm_start=True, selection="cyclic")
+    lo_coef, lo_alpha = np.zeros(p), alpha_max
+    hi_coef = None
+    for a in alpha_max * np.logspace(0, -10, n_alphas)[1:]:
+        model.set_params(alpha=a)
+        coef = model.fit(design, target).coef_.copy()
+        size = np.count_nonzero(coef)
+        if size == n_vectors:
+            return coef, float(a), False
+        if size > n_vectors:
+            hi_coef, hi_alpha = coef, float(a)
+            break
+        lo_coef, lo_alpha = coef, float(a)
+    if hi_coef is None:  # even alpha_max * 1e-10 keeps fewer: the rank/usable limit
+        return lo_coef, lo_alpha, False
+    model = Lasso(alpha=lo_alpha, fit_intercept=False, tol=tol, max_iter=max_iter,
+                  warm_start=True, selection="cyclic")
+    model.coef_ = lo_coef.copy()
+    for _ in range(n_bisect):
+        a = float(np.sqrt(lo_alpha * hi_alpha))
+        if not lo_alpha > a > hi_alpha:
+            break
+        model.set_params(alpha=a)
+        coef = model.fit(design, target).coef_.copy()
+        size = np.count_nonzero(coef)
+        if size == n_vectors:
+            return coef, a, False
+        if size < n_vectors:
+            lo_coef, lo_alpha = coef, a
+        else:
+            hi_coef, hi_alpha = coef, a
+        model.coef_ = lo_coef.copy()
+    # Several vectors enter at the same alpha: keep the support just before and add
+    # the entering ones with the largest |coef| just after (ties broken by index).
+    keep = np.flatnonzero(lo_coef != 0)
+    entering = np.setdiff1d(np.flatnonzero(hi_coef != 0), keep)
+    need = n_vectors - keep.size
+    order = entering[np.argsort(-np.abs(hi_coef[entering]), kind="stable")]
+    if order.size < need:  # pragma: no cover - hi has more than n_vectors non-zeros
+        extra = np.setdiff1d(np.arange(p), np.concatenate([keep, order]))
+        order = np.concatenate([order, extra])
+    coef = lo_coef.copy()
+    coef[order[:need]] = hi_coef[order[:need]]
+    return coef, hi_alpha, True
 
 
 def _project_l1_rows(V, radius):
@@ -370,8 +452,8 @@ def l1_multi_objective(K, A, B, lam, c):
     return float(np.einsum("ij,ij->", D, K @ D) + lam * np.sum(c * np.abs(B).max(axis=1)))
 
 
-def select_l1_multi(expansion, lam, *, c="uniform", refit=True, tol=1e-7, max_iter=20_000,
-                    B0=None):
+def select_l1_multi(expansion, lam=None, *, n_vectors=None, c="uniform", refit=True, tol=1e-7,
+                    max_iter=20_000, B0=None):
     """Shared RS selection for several expansions (eq. 70-73).
 
     Minimises ``sum_j ||Psi^j - sum_i beta_i^j Phi(x_i)||^2 + lam sum_i c_i xi_i``
@@ -386,7 +468,16 @@ def select_l1_multi(expansion, lam, *, c="uniform", refit=True, tol=1e-7, max_it
     ----------
     expansion : KernelExpansion
         Multi-output (single-output expansions are treated as one column).
-    lam : float > 0
+    lam : float > 0, optional
+        ``lambda`` of eq. 70. Give exactly one of ``lam`` and ``n_vectors``.
+    n_vectors : int >= 1, optional
+        Instead of ``lam``: an exact budget of shared vectors. ``lambda`` follows a
+        continuation path down from ``lambda_max = max_i ||2 (K A)_i||_1 / c_i``
+        (where ``B = 0`` is optimal; 10 points per decade, warm starts) to the
+        first support of exactly ``n_vectors`` rows, bisecting between path points
+        that skip it and, if several rows enter at one ``lambda``, completing the
+        support by the largest ``max_j |beta_i^j|`` (``info["completed"]``). A
+        :class:`ReducedSetWarning` gives both numbers if the budget cannot be met.
     c : {"uniform", "inverse"} or array-like of shape (n_terms,)
         ``"inverse"`` uses ``mean_i max_j|alpha_i^j| / max_j|alpha_i^j|``.
     refit : bool, default=True
@@ -403,38 +494,41 @@ def select_l1_multi(expansion, lam, *, c="uniform", refit=True, tol=1e-7, max_it
         eq. 70 objective and ``info["converged"]`` whether ``tol`` was met.
     """
     expansion, X, A = _prepare(expansion, "select_l1_multi")
-    lam = check_scalar(lam, "lam", "select_l1_multi", lower=0, lower_inclusive=False)
+    if (lam is None) == (n_vectors is None):
+        raise ValueError("select_l1_multi needs exactly one of lam and n_vectors.")
+    if lam is not None:
+        lam = check_scalar(lam, "lam", "select_l1_multi", lower=0, lower_inclusive=False)
+    else:
+        n_vectors = check_scalar(n_vectors, "n_vectors", "select_l1_multi", kind="int",
+                                 lower=1)
+        _warn_more_than_terms("select_l1_multi", n_vectors, X.shape[0])
     max_iter = check_scalar(max_iter, "max_iter", "select_l1_multi", kind="int", lower=1)
     w = _weights(c, A, "select_l1_multi")
     K = expansion.kernel(X)
     norm2 = np.einsum("ij,ij->j", A, K @ A)
     L = 2.0 * float(linalg.eigh(K, eigvals_only=True, subset_by_index=[K.shape[0] - 1,
                                                                      K.shape[0] - 1])[0])
-    step = 1.0 / max(L, 1e-300)
-    thresh = np.where(np.isfinite(w), lam * w * step, np.inf)
     KA = K @ A
-    B = np.zeros_like(A) if B0 is None else np.array(B0, dtype=np.float64)
-    if B.shape != A.shape:
-        raise ValueError(f"B0 must have shape {A.shape}; got {B.shape}.")
-    Yk, t = B.copy(), 1.0
-    converged = False
-    n_iter = 0
-    for n_iter in range(1, max_iter + 1):  # noqa: B007
-        G = 2.0 * (K @ Yk - KA)
-        V = Yk - step * G
-        inf_rows = ~np.isfinite(thresh)
-        B_new = _prox_linf_rows(np.where(inf_rows[:, None], 0.0, V),
-                                np.where(inf_rows, 0.0, thresh))
-        B_new[inf_rows] = 0.0
-        t_new = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
-        Yk = B_new + ((t - 1.0) / t_new) * (B_new - B)
-        change = np.abs(B_new - B).max() / max(np.abs(B_new).max(), 1e-300)
-        B, t = B_new, t_new
-        if change < tol:
-            converged = True
-            break
+    if B0 is not None:
+        B0 = np.array(B0, dtype=np.float64)
+        if B0.shape != A.shape:
+            raise ValueError(f"B0 must have shape {A.shape}; got {B0.shape}.")
+    extra = {}
+    if lam is not None:
+        B, converged, n_iter = _fista_l1_linf(K, KA, w, lam, B0, L, tol, max_iter)
+    else:
+        B, lam, converged, n_iter, completed = _l1_linf_with_support_size(
+            K, KA, w, n_vectors, B0, L, tol, max_iter)
+        extra["completed"] = completed
+        found = int(np.count_nonzero(np.any(B != 0, axis=1)))
+        if found != min(n_vectors, A.shape[0]):
+            warnings.warn(
+                f"select_l1_multi was asked for n_vectors={n_vectors} but can select only "
+                f"{found}: the expansion has {A.shape[0]} terms, "
+                f"{int(np.isfinite(w).sum())} of them usable (non-zero weight).",
+                ReducedSetWarning, stacklevel=2)
     support = np.flatnonzero(np.any(B != 0, axis=1))
-    info = {"lam": lam, "B_l1": B, "converged": converged,
+    info = {"lam": float(lam), "B_l1": B, "converged": converged, **extra,
             "objective_l1": l1_multi_objective(K, A, B, lam, np.where(np.isfinite(w), w, 0))}
     if not refit and support.size:
         multi = expansion.is_multioutput
@@ -450,6 +544,83 @@ def select_l1_multi(expansion, lam, *, c="uniform", refit=True, tol=1e-7, max_it
     res.objective_path = np.atleast_1d(res.objective)[None] if expansion.is_multioutput \
         else np.array([res.objective])
     return res
+
+
+def _fista_l1_linf(K, KA, w, lam, B0, L, tol, max_iter):
+    """FISTA for eq. 70-71 at one ``lam``: ``(B, converged, n_iter)``."""
+    step = 1.0 / max(L, 1e-300)
+    thresh = np.where(np.isfinite(w), lam * w * step, np.inf)
+    inf_rows = ~np.isfinite(thresh)
+    B = np.zeros_like(KA) if B0 is None else np.array(B0, dtype=np.float64)
+    Yk, t = B.copy(), 1.0
+    converged = False
+    n_iter = 0
+    for n_iter in range(1, max_iter + 1):  # noqa: B007
+        G = 2.0 * (K @ Yk - KA)
+        V = Yk - step * G
+        B_new = _prox_linf_rows(np.where(inf_rows[:, None], 0.0, V),
+                                np.where(inf_rows, 0.0, thresh))
+        B_new[inf_rows] = 0.0
+        t_new = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
+        Yk = B_new + ((t - 1.0) / t_new) * (B_new - B)
+        change = np.abs(B_new - B).max() / max(np.abs(B_new).max(), 1e-300)
+        B, t = B_new, t_new
+        if change < tol:
+            converged = True
+            break
+    return B, converged, n_iter
+
+
+def _l1_linf_with_support_size(K, KA, w, n_vectors, B0, L, tol, max_iter, per_decade=10,
+                               n_bisect=30):
+    """Eq. 70-71 along a ``lam`` continuation path to exactly ``n_vectors`` rows.
+
+    Returns ``(B, lam, converged, n_iter, completed)``.
+    """
+    usable = np.isfinite(w)
+    rows = lambda B: int(np.count_nonzero(np.any(B != 0, axis=1)))  # noqa: E731
+    lam_max = float(np.max(np.where(usable, 2.0 * np.abs(KA).sum(axis=1) /
+                                    np.where(usable, w, 1.0), 0.0)))
+    zero = np.zeros_like(KA)
+    if lam_max <= 0:
+        return zero, 0.0, True, 0, False
+    total_iter = 0
+    lo_B, lo_lam, hi_B, hi_lam = zero, lam_max, None, None
+    B = zero if B0 is None else B0
+    conv = True
+    for lam in lam_max * np.logspace(0, -10, 10 * per_decade + 1)[1:]:
+        B, conv, it = _fista_l1_linf(K, KA, w, lam, B, L, tol, max_iter)
+        total_iter += it
+        size = rows(B)
+        if size == n_vectors:
+            return B, float(lam), conv, total_iter, False
+        if size > n_vectors:
+            hi_B, hi_lam = B, float(lam)
+            break
+        lo_B, lo_lam = B, float(lam)
+    if hi_B is None:
+        return lo_B, lo_lam, conv, total_iter, False
+    for _ in range(n_bisect):
+        lam = float(np.sqrt(lo_lam * hi_lam))
+        if not lo_lam > lam > hi_lam:
+            break
+        B, conv, it = _fista_l1_linf(K, KA, w, lam, lo_B, L, tol, max_iter)
+        total_iter += it
+        size = rows(B)
+        if size == n_vectors:
+            return B, lam, conv, total_iter, False
+        if size < n_vectors:
+            lo_B, lo_lam = B, lam
+        else:
+            hi_B, hi_lam = B, lam
+    keep = np.flatnonzero(np.any(lo_B != 0, axis=1))
+    mag = np.abs(hi_B).max(axis=1)
+    entering = np.setdiff1d(np.flatnonzero(mag > 0), keep)
+    order = entering[np.argsort(-mag[entering], kind="stable")]
+    chosen = order[:n_vectors - keep.size]
+    B = lo_B.copy()
+    B[chosen] = hi_B[chosen]
+    return B, hi_lam, conv, total_iter, True
 
 
 def exact_reduction(expansion, *, tol=1e-10):

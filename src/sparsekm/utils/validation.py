@@ -11,7 +11,8 @@ import numbers
 
 import numpy as np
 
-__all__ = ["check_array", "check_scalar", "check_same_features", "float_dtype"]
+__all__ = ["check_array", "check_finite_kernel_input", "check_scalar", "check_same_features",
+           "float_dtype", "validate_X"]
 
 
 def float_dtype(*arrays):
@@ -120,3 +121,46 @@ def _describe(kind, lower, upper, lower_inc, upper_inc, allow_none):
     else:
         text = f"{noun} (finite)"
     return text + (" or None" if allow_none else "")
+
+
+def check_finite_kernel_input(X, name="X", owner=None):
+    """Refuse finite inputs so large that kernel computations overflow.
+
+    Kernels work with squared norms ``||x||^2``, inner products and squared distances
+    of the rows of ``X``; when ``||x||^2`` overflows ``X``'s dtype (``|x| > ~1e154`` in
+    float64, ``~1e19`` in float32) these intermediate values are ``inf`` and the kernel
+    values ``nan``, whatever the kernel's parameters. This says so instead of letting a
+    later step blame a parameter (e.g. ``gamma="scale"`` becoming 0).
+    """
+    if X.size == 0 or X.dtype.kind != "f":
+        return X
+    with np.errstate(over="ignore", invalid="ignore"):
+        sq = np.einsum("ij,ij->i", X, X) if X.ndim == 2 else X * X
+    if not np.isfinite(sq).all():
+        who = f" for {owner}" if owner else ""
+        raise ValueError(
+            f"{name} is finite but too large{who}: its squared norms ||x||^2 overflow "
+            f"{X.dtype.name} (max |{name}| = {float(np.max(np.abs(X))):.3g}), so the kernel "
+            "computation would produce non-finite intermediate values (overflow in the "
+            f"squared distances / inner products). Rescale {name}, e.g. with "
+            "sklearn.preprocessing.StandardScaler."
+        )
+    return X
+
+
+def validate_X(estimator, X, y="no_validation", *, reset=True, **kwargs):
+    """scikit-learn's ``validate_data`` plus sparsekm's kernel-input check.
+
+    Records (``reset=True``) or checks (``reset=False``) ``n_features_in_`` and
+    ``feature_names_in_`` exactly as scikit-learn estimators do (a DataFrame with
+    reordered or renamed columns raises, one without names after fitting with names
+    warns), converts to float64/float32, and refuses NaN/inf as well as finite values
+    whose squared norms overflow (:func:`check_finite_kernel_input`).
+    """
+    from sklearn.utils.validation import validate_data
+
+    kwargs.setdefault("dtype", [np.float64, np.float32])
+    out = validate_data(estimator, X, y, reset=reset, **kwargs)
+    X_checked = out[0] if isinstance(out, tuple) else out
+    check_finite_kernel_input(X_checked, owner=type(estimator).__name__)
+    return out
