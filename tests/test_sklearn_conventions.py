@@ -132,7 +132,7 @@ def test_feature_names_are_recorded_and_checked(cls, data):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # "X does not have valid feature names"
         plain = _use(est)(X)
-    np.testing.assert_allclose(_use(est)(df), plain, rtol=1e-9, atol=1e-12)  # C vs F order
+    np.testing.assert_array_equal(_use(est)(df), plain)  # both C-ordered: same bits
     # reordered or renamed columns raise, as in scikit-learn
     with pytest.raises(ValueError, match="feature names should match those that were passed"):
         _use(est)(df[["b", "a", "c", "d"]])
@@ -355,3 +355,22 @@ def test_select_l1_multi_returns_exactly_n_shared_vectors():
     assert clf.score(X, y) > 0.8
     with pytest.raises(ValueError, match="exactly one of lam and n_vectors"):
         select_l1_multi(psi)
+
+
+@pytest.mark.parametrize("cls", ESTIMATORS, ids=lambda c: c.__name__)
+def test_models_fitted_on_dataframes_round_trip(cls, data, tmp_path):
+    import sparsekm
+
+    X, y = data
+    df = pd.DataFrame(X, columns=["a", "b", "c", "d"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        warnings.simplefilter("ignore", ReducedSetWarning)
+        est = _fit(_make(cls), df, y)
+    sparsekm.save(est, tmp_path / "m.skm")
+    back = sparsekm.load(tmp_path / "m.skm")
+    assert back.feature_names_in_.dtype == object
+    np.testing.assert_array_equal(back.feature_names_in_, est.feature_names_in_)
+    np.testing.assert_array_equal(_use(back)(df), _use(est)(df))
+    with pytest.raises(ValueError, match="feature names should match"):
+        _use(back)(df[["d", "c", "b", "a"]])

@@ -60,6 +60,10 @@ class _Encoder:
     def array(self, arr):
         arr = np.asarray(arr)
         if arr.dtype.hasobject:
+            # 1-D object arrays of strings (scikit-learn's feature_names_in_) go into the
+            # JSON tree as a list of strings; anything else would need pickle.
+            if arr.ndim == 1 and all(isinstance(v, str) for v in arr):
+                return {"__type__": "strarray", "items": [str(v) for v in arr]}
             raise TypeError("Cannot save arrays of dtype object (they would need pickle).")
         name = f"a{len(self.arrays)}"
         self.arrays[name] = np.ascontiguousarray(arr)
@@ -229,6 +233,12 @@ class _Decoder:
             return self.array(node)
         if kind == "tuple":
             return tuple(self.decode(v) for v in node["items"])
+        if kind == "strarray":
+            items = node.get("items")
+            if not isinstance(items, list) or not all(isinstance(v, str) for v in items):
+                raise FormatError(f"{self.path}: malformed string array near "
+                                  f"{str(node)[:80]!r}.")
+            return np.asarray(items, dtype=object)
         if kind == "dict":
             return {str(k): self.decode(v) for k, v in node["items"].items()}
         if kind == "kernel":

@@ -263,7 +263,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         alphas = np.zeros_like(V)
         alphas[:, positive] = V[:, positive] / np.sqrt(w[positive])
         self.eigenvalues_ = np.where(positive, w, 0.0)
-        self.eigenvectors_ = alphas
+        self.eigenvectors_ = np.ascontiguousarray(alphas)  # as loaded from a file: same bits
         self.X_fit_ = X64
         self.kernel_ = kernel
         self.K_fit_rows_ = rows

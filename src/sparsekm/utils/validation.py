@@ -154,12 +154,16 @@ def validate_X(estimator, X, y="no_validation", *, reset=True, **kwargs):
     Records (``reset=True``) or checks (``reset=False``) ``n_features_in_`` and
     ``feature_names_in_`` exactly as scikit-learn estimators do (a DataFrame with
     reordered or renamed columns raises, one without names after fitting with names
-    warns), converts to float64/float32, and refuses NaN/inf as well as finite values
+    warns), converts to C-ordered float64/float32, and refuses NaN/inf as well as finite values
     whose squared norms overflow (:func:`check_finite_kernel_input`).
     """
     from sklearn.utils.validation import validate_data
 
     kwargs.setdefault("dtype", [np.float64, np.float32])
+    # C order: a DataFrame gives a Fortran-ordered array, and the BLAS rounds
+    # differently by layout; C order makes DataFrame and array inputs (and a model
+    # stored from either and loaded back) compute bit for bit the same.
+    kwargs.setdefault("order", "C")
     out = validate_data(estimator, X, y, reset=reset, **kwargs)
     X_checked = out[0] if isinstance(out, tuple) else out
     check_finite_kernel_input(X_checked, owner=type(estimator).__name__)
