@@ -36,15 +36,22 @@ def test_demo_prints_table_and_writes_figure(capsys, tmp_path):
     out = capsys.readouterr().out
     rows = {}
     for line in out.splitlines():
-        m = re.match(r"(.+?)\s{2,}(\d+)\s+([\d.]+)%\s+(\d+)\s+([\d.]+)x", line)
+        m = re.match(r"(.+?)\s{2,}(\d+)\s+([\d.]+)%\s+([\d.]+)%\s+(-|[\d.]+x)\s+([\d.]+)x",
+                     line)
         if m:
-            rows[m.group(1).strip()] = (int(m.group(2)), float(m.group(3)), float(m.group(5)))
-    assert rows["sklearn OneVsRestClassifier(SVC)"][1] < 3.0  # about 0.4 % on the digits
-    exact = rows["KernelExpansion (same SVM, exact)"]
-    assert exact[1] == rows["sklearn OneVsRestClassifier(SVC)"][1]
-    assert rows["RS-10 per class"][0] == 100 and rows["RS-10 per class"][1] < 3.0
-    assert rows["SLMC-10 per class"][0] == 100 and rows["SLMC-10 per class"][1] < 3.0
-    assert rows["RS-10 per class"][2] > 1.0  # measured speed-up over sklearn
+            vs_exact = None if m.group(5) == "-" else float(m.group(5)[:-1])
+            rows[m.group(1).strip()] = (int(m.group(2)), float(m.group(3)), float(m.group(4)),
+                                        vs_exact, float(m.group(6)))
+    svc = rows["sklearn SVC (one-vs-one)"]
+    assert svc[1] < 3.0  # about 1 % on the digits
+    exact = rows["exact (sparsekm evaluator)"]
+    assert exact[0] == svc[0] and exact[1] == svc[1] and exact[2] == 100.0
+    assert exact[3] == 1.0  # the exact model against itself
+    rs = rows["RS-50 (shared)"]
+    assert rs[0] == 50 and rs[1] < 4.0 and rs[2] > 95.0
+    assert rows["RS-25 (shared)"][0] == 25
+    assert rows["SLMC-5 per class"][0] == 50
+    assert "'vs exact' against the same SVC in sparsekm's own evaluator" in out
     assert (tmp_path / "demo_rs_vectors.png").stat().st_size > 10_000
 
 
@@ -127,15 +134,222 @@ def test_reduce_saved_svc_and_predict(tmp_path, capsys):
     assert main(["--quiet", "reduce", str(tmp_path / "svc.joblib"), "-n", "8", "--trust-pickle",
                  "-o", str(tmp_path / "r.skm")]) == 0
     out = capsys.readouterr()
-    assert "reduced with construct to 8 vectors" in out.out
+    assert re.search(r"reduced with construct: \d+ -> 8 distinct vectors", out.out)
+    assert "measured speed-up" in out.out
     assert "unpickling" in out.err
     reduced = sparsekm.load(tmp_path / "r.skm")
-    assert reduced.n_terms == 8
+    assert reduced.expansion.n_terms == 8
+    np.testing.assert_array_equal(reduced.classes_, svc.classes_)
     # the 8-vector machine agrees with the full SVC on most points
-    agree = np.mean((reduced.decision_function(X) > 0) == svc.predict(X).astype(bool))
+    agree = np.mean(reduced.predict(X) == svc.predict(X))
     assert agree > 0.9
     # and a saved sparsekm expansion is reduced without any pickle
     sparsekm.save(sparsekm.KernelExpansion.from_estimator(svc), tmp_path / "full.skm")
     assert main(["--quiet", "reduce", str(tmp_path / "full.skm"), "-n", "6", "--method",
                  "select-kpca", "-o", str(tmp_path / "s.skm")]) == 0
     assert sparsekm.load(tmp_path / "s.skm").n_terms == 6
+
+
+# -- issue 17: labels, total -n, refusals, corrupt files, pipes, reproduce paths ---------
+@pytest.fixture(scope="module")
+def digits_models(tmp_path_factory):
+    import joblib
+    import numpy as np
+    from sklearn.datasets import load_digits
+    from sklearn.multiclass import OneVsRestClassifier
+    from sklearn.svm import SVC
+
+    d = tmp_path_factory.mktemp("models")
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:300] / 16.0, y[:300]
+    svc = SVC(C=10, gamma=0.5).fit(X, y)  # scikit-learn's default: one-vs-one
+    joblib.dump(svc, d / "svc.joblib")
+    ovr = OneVsRestClassifier(SVC(C=10, gamma=0.5)).fit(X[:150], y[:150])
+    joblib.dump(ovr, d / "ovr.joblib")
+    np.save(d / "x.npy", X[:40])
+    return d, X, y, svc, ovr
+
+
+def test_reduce_ovo_keeps_labels_and_n_is_total(digits_models, capsys):
+    import numpy as np
+
+    import sparsekm
+    from sparsekm.multiclass import ExpansionClassifier
+
+    d, X, y, svc, _ = digits_models
+    assert main(["--quiet", "reduce", str(d / "svc.joblib"), "--trust-pickle", "-n", "40",
+                 "-o", str(d / "ovo.skm")]) == 0
+    out = capsys.readouterr().out
+    n_sv = svc.support_vectors_.shape[0]
+    assert f"{n_sv} -> 40 distinct vectors" in out and "one set shared by all outputs" in out
+    assert "keeping the classes" in out
+    clf = sparsekm.load(d / "ovo.skm")
+    assert isinstance(clf, ExpansionClassifier) and clf.scheme == "ovo"
+    assert clf.expansion.n_terms == 40 and clf.expansion.n_outputs == 45
+    # predict prints one label per row by default ...
+    assert main(["predict", str(d / "ovo.skm"), str(d / "x.npy")]) == 0
+    labels = capsys.readouterr().out.split()
+    np.testing.assert_array_equal(np.array(labels, dtype=int), clf.predict(X[:40]))
+    assert np.mean(np.array(labels, dtype=int) == svc.predict(X[:40])) > 0.9
+    # ... and decision values, shaped as the SVC's, with --decision
+    assert main(["predict", str(d / "ovo.skm"), str(d / "x.npy"), "--decision"]) == 0
+    D = np.loadtxt(capsys.readouterr().out.splitlines(), delimiter=",")
+    assert D.shape == (40, 10)
+    np.testing.assert_allclose(D, clf.decision_function(X[:40]), rtol=1e-9, atol=1e-9)
+    # labels to a file
+    assert main(["predict", str(d / "ovo.skm"), str(d / "x.npy"), "-o", str(d / "l.csv")]) == 0
+    np.testing.assert_array_equal(np.loadtxt(d / "l.csv"), clf.predict(X[:40]))
+
+
+def test_reduce_per_class_and_option_refusals(digits_models, capsys):
+    import sparsekm
+
+    d, _, _, _, ovr = digits_models
+    assert main(["--quiet", "reduce", str(d / "ovr.joblib"), "--trust-pickle", "-n", "3",
+                 "--per-class", "-o", str(d / "pc.skm")]) == 0
+    out = capsys.readouterr().out
+    clf = sparsekm.load(d / "pc.skm")
+    assert clf.scheme == "ovr" and clf.expansion.compress().n_terms == 30
+    assert "3 per output" in out and "-> 30 distinct vectors" in out
+    usage = [
+        ["-n", "0"],
+        ["-n", "-3"],
+        ["-n", "5", "--shared", "--per-class"],
+    ]
+    for extra in usage:
+        with pytest.raises(SystemExit) as exc:
+            main(["reduce", str(d / "ovr.joblib"), "--trust-pickle", "-o", str(d / "u.skm"),
+                  *extra])
+        assert exc.value.code == 2, extra
+    assert not (d / "u.skm").exists()
+    # options that do not apply to a single-output model
+    sparsekm.save(sparsekm.KernelExpansion.from_estimator(ovr.estimators_[0]), d / "bin.skm")
+    for opt in ("--per-class", "--shared"):
+        with pytest.raises(SystemExit) as exc:
+            main(["reduce", str(d / "bin.skm"), "-n", "5", opt, "-o", str(d / "u.skm")])
+        assert exc.value.code == 2
+        assert f"{opt} applies to models with several outputs" in capsys.readouterr().err
+    # --decision does not apply to a bare expansion (its outputs are printed anyway)
+    with pytest.raises(SystemExit) as exc:
+        main(["predict", str(d / "bin.skm"), str(d / "x.npy"), "--decision"])
+    assert exc.value.code == 2
+
+
+def test_reduce_methods_on_binary_ovr_ovo(digits_models, capsys, monkeypatch, tmp_path):
+    import joblib
+    import numpy as np
+    from sklearn.svm import SVC
+
+    import sparsekm
+    from sparsekm import cli
+
+    d, X, y, _, _ = digits_models
+    small = SVC(C=10, gamma=0.5).fit(X[:90], y[:90] % 3)  # one-vs-one, 3 classes
+    joblib.dump(small, tmp_path / "small.joblib")
+    binary = SVC(C=10, gamma=0.5).fit(X[:90], y[:90] % 2)
+    joblib.dump(binary, tmp_path / "bin.joblib")
+    for model in ("small", "bin"):
+        for method in ("construct", "construct+refine", "select-kpca", "select-l1"):
+            out = tmp_path / f"{model}-{method}.skm"
+            assert main(["--quiet", "reduce", str(tmp_path / f"{model}.joblib"),
+                         "--trust-pickle", "-n", "10", "--method", method, "-o", str(out)]) == 0
+            clf = sparsekm.load(out)
+            assert 1 <= clf.expansion.compress().n_terms <= 10, (model, method)
+            ref = small if model == "small" else binary
+            # better than chance (1/3, 1/2) with 10 vectors and the SVM's thresholds
+            assert np.mean(clf.predict(X[:90]) == ref.predict(X[:90])) > 0.5, (model, method)
+    capsys.readouterr()
+    # selections that would take hours are refused up front with a usage error
+    monkeypatch.setattr(cli, "_KPCA_MAX_WORK", 1e3)
+    with pytest.raises(SystemExit) as exc:
+        main(["reduce", str(d / "svc.joblib"), "--trust-pickle", "-n", "5", "--method",
+              "select-kpca", "-o", str(tmp_path / "u.skm")])
+    assert exc.value.code == 2 and "would take hours" in capsys.readouterr().err
+    monkeypatch.setattr(cli, "_L1_MULTI_MAX_WORK", 1e3)
+    with pytest.raises(SystemExit) as exc:
+        main(["reduce", str(d / "svc.joblib"), "--trust-pickle", "-n", "5", "--method",
+              "select-l1", "-o", str(tmp_path / "u.skm")])
+    assert exc.value.code == 2 and "--per-class" in capsys.readouterr().err
+
+
+def test_corrupt_and_random_files_get_one_line_errors(tmp_path, capsys):
+    import numpy as np
+
+    import sparsekm
+    from sparsekm.kernels import RBF
+
+    sparsekm.save(sparsekm.KernelExpansion(np.ones((2, 2)), [1.0, 2.0], RBF()), tmp_path / "m.skm")
+    raw = bytearray((tmp_path / "m.skm").read_bytes())
+    raw[len(raw) // 2: len(raw) // 2 + 40] = b"\x00" * 40
+    (tmp_path / "c.skm").write_bytes(bytes(raw))
+    rng = np.random.default_rng(0)
+    (tmp_path / "rand.bin").write_bytes(rng.integers(0, 256, 4096, dtype=np.uint8).tobytes())
+    np.save(tmp_path / "x.npy", np.ones((2, 2)))
+    cases = [
+        (["reduce", str(tmp_path / "c.skm"), "-n", "1", "-o", str(tmp_path / "o.skm")],
+         "is corrupt"),
+        (["predict", str(tmp_path / "c.skm"), str(tmp_path / "x.npy")], "is corrupt"),
+        (["reduce", str(tmp_path / "rand.bin"), "-n", "1", "-o", str(tmp_path / "o.skm")],
+         "neither a sparsekm file nor a pickle"),
+        (["reduce", str(tmp_path / "rand.bin"), "--trust-pickle", "-n", "1", "-o",
+          str(tmp_path / "o.skm")], "could not be unpickled"),
+    ]
+    for argv, msg in cases:
+        assert main(argv) == 1, argv
+        err = capsys.readouterr().err
+        lines = [ln for ln in err.splitlines() if ln.startswith("sparsekm: error")]
+        assert len(lines) == 1 and msg in lines[0], err
+        assert "--trust-pickle" not in lines[0] and "KeyError" not in lines[0]
+
+
+def test_predict_into_closed_pipe_is_quiet(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    import sparsekm
+    from sparsekm.kernels import RBF
+
+    rng = np.random.default_rng(0)
+    sparsekm.save(sparsekm.KernelExpansion(rng.normal(size=(3, 2)), rng.normal(size=3), RBF()),
+                  tmp_path / "m.skm")
+    np.save(tmp_path / "x.npy", rng.normal(size=(50_000, 2)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    cmd = (f"'{sys.executable}' -m sparsekm.cli predict '{tmp_path / 'm.skm'}' "
+           f"'{tmp_path / 'x.npy'}' | head -1")
+    res = subprocess.run(cmd, shell=True, capture_output=True, text=True, env=env, timeout=120)
+    assert len(res.stdout.splitlines()) == 1
+    assert res.stderr == "", res.stderr
+
+
+def test_reproduce_writes_under_out_or_checkout_docs(tmp_path, capsys, monkeypatch):
+    from sparsekm import cli
+
+    docs = cli.checkout_docs()
+    if docs is not None:  # running from the source checkout
+        assert (docs.parent / "pyproject.toml").is_file()
+    monkeypatch.setattr(cli, "checkout_docs", lambda: None)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exc:
+        main(["reproduce", "all", "--render-only"])
+    assert exc.value.code == 2 and "pass --out DIR" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []  # nothing written into the working directory
+    out = tmp_path / "out"
+    assert main(["reproduce", "all", "--render-only", "--out", str(out)]) == 0
+    assert (out / "results.md").is_file()
+    assert not (tmp_path / "docs").exists()
+    assert main(["reproduce", "list"]) == 0  # listing needs no folder
+
+
+def test_help_says_what_predict_prints(capsys):
+    with pytest.raises(SystemExit):
+        main(["predict", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "classifiers print labels" in out and "--decision" in out
+    assert "regressors their predictions" in out
+    with pytest.raises(SystemExit):
+        main(["reduce", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "TOTAL number of distinct vectors" in out and "--per-class" in out

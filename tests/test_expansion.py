@@ -247,8 +247,12 @@ def test_from_kernel_pca(clf_data, params):
 
 def test_from_estimator_errors(clf_data):
     X, y, y3, _ = clf_data
-    with pytest.raises(ValueError, match="only binary SVC converts directly"):
-        KernelExpansion.from_estimator(SVC().fit(X, y3))
+    # a multi-class SVC converts (one-vs-one: one output per pair, see test_multiclass.py)
+    svc3 = SVC().fit(X, y3)
+    psi3 = KernelExpansion.from_estimator(svc3)
+    assert psi3.n_outputs == 3
+    np.testing.assert_allclose(psi3(X), SVC(decision_function_shape="ovo").fit(X, y3)
+                               .decision_function(X), atol=1e-10)
     with pytest.raises(TypeError, match="kernel='precomputed'"):
         KernelExpansion.from_estimator(SVC(kernel="precomputed").fit(X @ X.T, y))
     with pytest.raises(TypeError, match="only 'rbf', 'poly', 'sigmoid' and 'linear'"):

@@ -71,9 +71,11 @@ def test_multiclass_separate_and_shared(digits):
     joint = ReducedSetClassifier(ovr, n_vectors=6, refit_intercept="joint", **fast).fit(Xtr, ytr)
     np.testing.assert_array_equal(joint.expansion_.coef, sep.expansion_.coef)
     assert np.mean(joint.predict(Xtr) != ytr) <= np.mean(sep.predict(Xtr) != ytr)
-    # An unfitted SVC on a multi-class problem is wrapped one-vs-rest.
-    auto = ReducedSetClassifier(SVC(C=10, gamma=0.5), n_vectors=2, **fast).fit(Xtr, ytr)
-    assert auto.expansion_.n_outputs == 10 and auto.n_support_vectors_ == sep.n_support_vectors_
+    # An unfitted OneVsRestClassifier is fitted as given and stays one-vs-rest.
+    auto = ReducedSetClassifier(OneVsRestClassifier(SVC(C=10, gamma=0.5)), n_vectors=2,
+                                **fast).fit(Xtr, ytr)
+    assert auto.scheme_ == "ovr" and auto.expansion_.n_outputs == 10
+    assert auto.n_support_vectors_ == sep.n_support_vectors_
 
 
 def test_shared_selection_methods(digits):
@@ -151,7 +153,7 @@ def test_estimator_errors(moons):
         ReducedSetClassifier(refit_intercept="maybe").fit(X, y)
     with pytest.raises(ValueError, match="'shared' parameter"):
         ReducedSetClassifier(shared="yes").fit(X, y)
-    with pytest.raises(TypeError, match="must be an SVC or a OneVsRestClassifier"):
+    with pytest.raises(TypeError, match="must be an SVC, NuSVC, OneVsOneClassifier"):
         ReducedSetClassifier(LogisticRegression()).fit(X, y)
     with pytest.raises(TypeError, match="must be an SVR"):
         ReducedSetRegressor(SVC()).fit(X, y)
@@ -173,3 +175,95 @@ def test_reduce_kernel_pca_errors():
         reduce_kernel_pca(kpca, 5, method="magic")
     with pytest.raises(ValueError, match="'n_vectors' parameter of construct"):
         reduce_kernel_pca(kpca, 0)
+
+
+# -- one-vs-one: the fitted model is reduced as it is (issue 17) --------------------------
+def test_fitted_ovo_svc_is_never_refitted(digits):
+    from unittest import mock
+
+    Xtr, ytr, Xte, _ = digits
+    svc = SVC(C=10, gamma=0.5).fit(Xtr, ytr)  # scikit-learn's default: one-vs-one
+    sv, dual, b = svc.support_vectors_.copy(), svc.dual_coef_.copy(), svc.intercept_.copy()
+    fast = {"n_init": 3, "max_iter": 50, "random_state": 0}
+    with mock.patch.object(SVC, "fit", side_effect=AssertionError("hidden SVC.fit")) as spy, \
+            mock.patch.object(OneVsRestClassifier, "fit",
+                              side_effect=AssertionError("hidden OvR fit")) as spy_ovr:
+        clf = ReducedSetClassifier(svc, n_vectors=60, **fast).fit(Xtr, ytr)
+    assert spy.call_count == 0 and spy_ovr.call_count == 0
+    np.testing.assert_array_equal(svc.support_vectors_, sv)
+    np.testing.assert_array_equal(svc.dual_coef_, dual)
+    np.testing.assert_array_equal(svc.intercept_, b)
+    # one reduced set shared by the 45 pairwise machines
+    assert clf.scheme_ == "ovo" and clf.expansion_.n_outputs == 45
+    assert clf.n_vectors_ == clf.expansion_.n_terms == 60
+    assert clf.n_support_vectors_ == sv.shape[0]
+    # same decision-function shape as the user's model, and agreement with it
+    assert clf.decision_function(Xte).shape == svc.decision_function(Xte).shape == (150, 10)
+    agree = np.mean(clf.predict(Xte) == svc.predict(Xte))
+    assert agree >= 0.93
+    # the reduced pairwise machines approximate the exact ones
+    full = KernelExpansion.from_estimator(svc)
+    np.testing.assert_allclose(clf.objective_, approximation_error(full, clf.expansion_),
+                               rtol=1e-6, atol=1e-9)
+    assert np.all(clf.relative_objective_ < 0.5)
+
+
+def test_ovo_thresholds_are_refit_per_pair(digits):
+    from sparsekm.multiclass import ovo_pairs
+    from sparsekm.reduced_set import optimal_threshold
+
+    Xtr, ytr, _, _ = digits
+    svc = SVC(C=10, gamma=0.5, decision_function_shape="ovo").fit(Xtr, ytr)
+    fast = {"n_init": 2, "max_iter": 30, "random_state": 0}
+    kept = ReducedSetClassifier(svc, n_vectors=30, refit_intercept=False, **fast).fit(Xtr, ytr)
+    refit = ReducedSetClassifier(svc, n_vectors=30, **fast).fit(Xtr, ytr)
+    np.testing.assert_array_equal(kept.expansion_.coef, refit.expansion_.coef)
+    np.testing.assert_array_equal(kept.expansion_.intercept, svc.intercept_)
+    F = kept.expansion_.decision_function(Xtr) - svc.intercept_
+    for p, (i, j) in enumerate(zip(*ovo_pairs(10), strict=True)):
+        mask = (ytr == i) | (ytr == j)
+
+        def errors(b, p=p, i=i, mask=mask):
+            return np.sum((F[mask, p] + b > 0) != (ytr[mask] == i))
+
+        # the re-fitted threshold is training-error optimal on the pair's samples
+        best = optimal_threshold(F[mask, p], ytr[mask] == i, b0=svc.intercept_[p])
+        assert errors(refit.expansion_.intercept[p]) == errors(best)
+        assert errors(refit.expansion_.intercept[p]) <= errors(svc.intercept_[p])
+    assert kept.decision_function(Xtr).shape == (300, 45)
+    with pytest.raises(ValueError, match="'joint' .* applies to one-vs-rest"):
+        ReducedSetClassifier(svc, n_vectors=5, refit_intercept="joint").fit(Xtr, ytr)
+
+
+def test_unfitted_estimators_are_fitted_as_given(digits):
+    from sklearn.multiclass import OneVsOneClassifier
+
+    Xtr, ytr, Xte, _ = digits
+    fast = {"n_init": 2, "max_iter": 30, "random_state": 0}
+    est = SVC(C=10, gamma=0.5)
+    clf = ReducedSetClassifier(est, n_vectors=40, **fast).fit(Xtr, ytr)
+    assert not hasattr(est, "support_vectors_")  # cloned, the parameter is untouched
+    assert clf.scheme_ == "ovo" and clf.expansion_.n_outputs == 45
+    ref = SVC(C=10, gamma=0.5).fit(Xtr, ytr)
+    assert clf.n_support_vectors_ == ref.support_vectors_.shape[0]
+    ovo = ReducedSetClassifier(OneVsOneClassifier(SVC(C=10, gamma=0.5)), n_vectors=40,
+                               **fast).fit(Xtr, ytr)
+    assert ovo.scheme_ == "ovo" and ovo.vote_ == "ovo-classifier"
+    assert np.mean(ovo.predict(Xte) == ref.predict(Xte)) > 0.9
+    # separate sets per pair when asked for
+    sep = ReducedSetClassifier(ref, n_vectors=2, shared=False, **fast).fit(Xtr, ytr)
+    assert sep.n_vectors_ <= 90
+    with pytest.raises(ValueError, match="X has 3 features, but the fitted SVC"):
+        ReducedSetClassifier(ref, n_vectors=5).fit(Xtr[:, :3], ytr)
+
+
+def test_ovo_persistence_round_trip(tmp_path, digits):
+    Xtr, ytr, Xte, _ = digits
+    svc = SVC(C=10, gamma=0.5, decision_function_shape="ovo").fit(Xtr, ytr)
+    clf = ReducedSetClassifier(svc, n_vectors=20, n_init=2, max_iter=30,
+                               random_state=0).fit(Xtr, ytr)
+    sparsekm.save(clf, tmp_path / "ovo.skm")
+    back = sparsekm.load(tmp_path / "ovo.skm")
+    assert back.scheme_ == "ovo" and back.decision_function_shape_ == "ovo"
+    np.testing.assert_array_equal(back.decision_function(Xte), clf.decision_function(Xte))
+    np.testing.assert_array_equal(back.predict(Xte), clf.predict(Xte))

@@ -39,9 +39,10 @@ class _ReducedSetBase(BaseEstimator):
     def _validate_common(self, owner):
         check_scalar(self.n_vectors, "n_vectors", owner, kind="int", lower=1)
         _check_method(self.method, owner)
-        if self.shared not in (True, False):
+        if self.shared not in (True, False, "auto"):
             raise ValueError(
-                f"The 'shared' parameter of {owner} must be a bool. Got {self.shared!r} instead.")
+                f"The 'shared' parameter of {owner} must be a bool or 'auto'. Got "
+                f"{self.shared!r} instead.")
 
     def _reduce(self, expansion, n_jobs=None):
         return reduce_expansion(
@@ -51,8 +52,13 @@ class _ReducedSetBase(BaseEstimator):
             random_state=self.random_state, n_jobs=n_jobs)
 
     def _fitted_model(self, X, y, est):
-        # ``est`` is already resolved by fit (a multi-class SVC wrapped in one-vs-rest)
-        if _is_fitted(est) and getattr(est, "n_features_in_", X.shape[1]) == X.shape[1]:
+        """``est`` itself when fitted (never re-fitted or modified), else a fitted clone."""
+        if _is_fitted(est):
+            n_in = getattr(est, "n_features_in_", X.shape[1])
+            if n_in != X.shape[1]:
+                raise ValueError(
+                    f"X has {X.shape[1]} features, but the fitted {type(est).__name__} given as "
+                    f"'estimator' is expecting {n_in} features as input.")
             return est
         return clone(est).fit(X, y)
 
@@ -74,21 +80,28 @@ class _ReducedSetBase(BaseEstimator):
 class ReducedSetClassifier(ClassifierMixin, _ReducedSetBase):
     """An SVM classifier approximated by a reduced set of ``n_vectors`` vectors.
 
-    Wraps a binary ``SVC`` or a ``OneVsRestClassifier(SVC)`` (fitted or not),
-    approximates its kernel expansion ``Psi = sum_i alpha_i Phi(x_i)`` by
-    ``Psi' = sum_j beta_j Phi(z_j)`` and predicts with ``Psi'``: the cost of a
-    prediction drops from the number of support vectors to ``n_vectors`` (per
-    classifier, or in total with ``shared=True``).
+    Reduces a binary ``SVC``/``NuSVC``, a multi-class ``SVC``/``NuSVC`` (one-vs-one,
+    as scikit-learn trains it), a ``OneVsOneClassifier(SVC)`` or a
+    ``OneVsRestClassifier(SVC)``: the machine's kernel expansion (one output per
+    binary machine, see :func:`sparsekm.interop.classifier_from_estimator`)
+    ``Psi = sum_i alpha_i Phi(x_i)`` is approximated by
+    ``Psi' = sum_j beta_j Phi(z_j)``, and the reduced machine predicts by the
+    original model's own multi-class rule (sign, argmax, or the one-vs-one vote with
+    scikit-learn's ``decision_function_shape`` and ``break_ties``). The cost of a
+    prediction drops from the number of distinct support vectors to ``n_vectors``
+    (per binary machine, or in total with ``shared``).
 
     Parameters
     ----------
-    estimator : SVC or OneVsRestClassifier, default=None
-        The machine to reduce; ``None`` means ``SVC()``. A multi-class problem with
-        an ``SVC`` is wrapped in ``OneVsRestClassifier``. Fitted estimators are used
-        as they are (``fit`` then only re-fits the thresholds); unfitted ones are
-        cloned and fitted on ``X, y``.
+    estimator : SVC, NuSVC, OneVsOneClassifier or OneVsRestClassifier, default=None
+        The machine to reduce; ``None`` means ``SVC()``. A **fitted** estimator is
+        reduced as it is: it is never re-fitted or changed (``fit`` only reads it and
+        re-computes the reduced machine's thresholds on ``X, y``). An unfitted one is
+        cloned and fitted on ``X, y`` as given (a multi-class ``SVC`` stays
+        one-vs-one, a ``OneVsRestClassifier`` one-vs-rest).
     n_vectors : int, default=25
-        Reduced-set size ``N_z`` (per binary classifier unless ``shared``).
+        Reduced-set size ``N_z``: per binary machine unless ``shared``, in total
+        (kernel evaluations per prediction) when shared.
     method : {"construct", "construct+refine", "select-kpca", "select-backward", "select-l1"}, \
             default="construct"
         Iterated one-term construction (eq. 15-17/74-77), the same followed by
@@ -96,13 +109,18 @@ class ReducedSetClassifier(ClassifierMixin, _ReducedSetBase):
         (eq. 63-65), exact greedy backward selection with Proposition 8 re-fits
         (:func:`~sparsekm.reduced_set.select_backward`) or by an L1 penalty (eq.
         66-69; ``eq. 70-73`` when shared).
-    shared : bool, default=False
-        Multi-class: one set of vectors shared by all one-vs-rest classifiers
-        (section 5), each keeping its own coefficients.
+    shared : bool or "auto", default="auto"
+        Multi-class: one set of vectors shared by all binary machines (section 5,
+        eq. 18-19), each keeping its own coefficients. ``"auto"``: shared for
+        one-vs-one (the ``k(k-1)/2`` pairwise machines share one reduced set of
+        ``n_vectors`` vectors, as they share their support vectors in libsvm),
+        separate for one-vs-rest.
     refit_intercept : bool or "joint", default=True
         Re-compute the thresholds on the training set: ``True`` per binary
-        classifier (training-error optimal, as in the papers), ``"joint"`` for
-        the multi-class argmax, ``False`` keeps the SVM's thresholds.
+        machine (training-error optimal, the papers' rule; for one-vs-one, the
+        machine of the pair ``(i, j)`` on the training samples of classes ``i`` and
+        ``j`` only, as it was trained), ``"joint"`` (one-vs-rest only) for the
+        multi-class argmax, ``False`` keeps the SVM's thresholds.
     c : {"uniform", "inverse"}, default="inverse"
         Weights of the L1 selection.
     lam : float, default=None
@@ -123,7 +141,7 @@ class ReducedSetClassifier(ClassifierMixin, _ReducedSetBase):
         the papers; see :func:`~sparsekm.reduced_set.construct`).
     random_state : int, RandomState instance or None, default=None
     n_jobs : int or None, default=None
-        One-vs-rest with ``shared=False``: the binary classifiers are reduced in
+        Multi-class with separate sets: the binary machines are reduced in
         parallel by :func:`~sparsekm.reduced_set.reduce_many` with this many joblib
         jobs (``None``: one, unless inside a ``joblib.parallel_backend`` context;
         ``-1``: all cores; ``joblib.parallel_backend("dask")`` runs them on a
@@ -132,13 +150,18 @@ class ReducedSetClassifier(ClassifierMixin, _ReducedSetBase):
     Attributes
     ----------
     expansion_ : KernelExpansion
-        The reduced machine (one output per class for multi-class problems).
+        The reduced machine: one output (binary), one per class (one-vs-rest) or
+        one per pair of classes in scikit-learn's order (one-vs-one).
+    scheme_ : {"binary", "ovr", "ovo"}
+        The original model's multi-class scheme, kept by the reduced machine.
+    decision_function_shape_ : {"ovr", "ovo"}
+        One-vs-one: the shape of ``decision_function`` (the original model's).
     n_vectors_ : int
         Distinct vectors in ``expansion_``: kernel evaluations per prediction.
     n_support_vectors_ : int
         Distinct support vectors of the original machine.
-    objective_ : float or ndarray of shape (n_classes,)
-        ``||Psi - Psi'||^2`` per classifier.
+    objective_ : float or ndarray of shape (n_outputs,)
+        ``||Psi - Psi'||^2`` per binary machine.
     n_iter_ : int
         Iterations of the inner solvers (at least 1).
     relative_objective_ : float or ndarray
@@ -165,7 +188,7 @@ class ReducedSetClassifier(ClassifierMixin, _ReducedSetBase):
     True
     """
 
-    def __init__(self, estimator=None, n_vectors=25, method="construct", shared=False,
+    def __init__(self, estimator=None, n_vectors=25, method="construct", shared="auto",
                  refit_intercept=True, c="inverse", lam=None, n_init=5, max_iter=200,
                  refine_max_iter=300, n_sweeps=0, step="one-term", random_state=None, n_jobs=None):
         self.estimator = estimator
@@ -184,17 +207,24 @@ class ReducedSetClassifier(ClassifierMixin, _ReducedSetBase):
         self.n_jobs = n_jobs
 
     def fit(self, X, y):
-        """Fit (if needed) the SVM, reduce its expansion and re-fit the thresholds.
+        """Fit (only if unfitted) the SVM, reduce its expansion and re-fit the thresholds.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Training data: the thresholds are re-computed on it (and an unfitted
+            estimator is fitted on it).
         y : array-like of shape (n_samples,)
 
         Returns
         -------
         self
         """
+        from sklearn.multiclass import OneVsOneClassifier
+        from sklearn.svm import NuSVC
+
+        from ..interop import classifier_from_estimator
+
         owner = type(self).__name__
         self._validate_common(owner)
         if self.refit_intercept not in (True, False, "joint"):
@@ -210,24 +240,34 @@ class ReducedSetClassifier(ClassifierMixin, _ReducedSetBase):
                 f"{owner} needs samples of at least 2 classes in the data; got 1 class "
                 f"({classes[0]!r}).")
         base = SVC() if self.estimator is None else self.estimator
-        if not isinstance(base, (SVC, OneVsRestClassifier)):
+        if not isinstance(base, (SVC, NuSVC, OneVsRestClassifier, OneVsOneClassifier)):
             raise TypeError(
-                f"The 'estimator' parameter of {owner} must be an SVC or a "
-                f"OneVsRestClassifier(SVC); got {type(base).__name__}.")
-        if classes.size > 2 and isinstance(base, SVC):
-            base = OneVsRestClassifier(base)
+                f"The 'estimator' parameter of {owner} must be an SVC, NuSVC, "
+                f"OneVsOneClassifier(SVC) or a OneVsRestClassifier(SVC); got "
+                f"{type(base).__name__}.")
         model = self._fitted_model(X, y, base)
-        self.classes_ = np.asarray(model.classes_)
-        expansion = KernelExpansion.from_estimator(model)
+        exact = classifier_from_estimator(model)
+        self.classes_ = np.asarray(exact.classes)
+        self.scheme_ = exact.scheme
+        self.decision_function_shape_ = exact.decision_function_shape
+        self.break_ties_ = bool(exact.break_ties)
+        self.vote_ = exact.vote
+        if self.refit_intercept == "joint" and self.scheme_ == "ovo":
+            raise ValueError(
+                f"refit_intercept='joint' of {owner} applies to one-vs-rest (the argmax of one "
+                "output per class); a one-vs-one model's thresholds are re-fitted per pair "
+                "(refit_intercept=True) or kept (False).")
+        expansion = exact.expansion
         self.n_support_vectors_ = int(expansion.compress().n_terms)
-        res = self._reduce(expansion, n_jobs=self.n_jobs)
+        shared = (self.scheme_ == "ovo") if self.shared == "auto" else self.shared
+        res = reduce_expansion(
+            expansion, self.n_vectors, method=self.method, shared=shared, c=self.c,
+            lam=self.lam, n_init=self.n_init, max_iter=self.max_iter,
+            refine_max_iter=self.refine_max_iter, n_sweeps=self.n_sweeps, step=self.step,
+            random_state=self.random_state, n_jobs=self.n_jobs)
         reduced = res.expansion
         if self.refit_intercept:
-            method = "joint" if self.refit_intercept == "joint" else "per-output"
-            if reduced.is_multioutput:
-                reduced = refit_intercept(reduced, X, y, method=method, classes=self.classes_)
-            else:
-                reduced = refit_intercept(reduced, X, y == self.classes_[1])
+            reduced = self._refit_thresholds(reduced, X, y)
         self.expansion_ = reduced
         self.n_vectors_ = int(reduced.compress().n_terms)
         self.objective_ = res.objective
@@ -236,9 +276,42 @@ class ReducedSetClassifier(ClassifierMixin, _ReducedSetBase):
             float(res.relative_objective)
         return self
 
+    def _refit_thresholds(self, reduced, X, y):
+        """The papers' training-error optimal threshold, per binary machine."""
+        if self.scheme_ == "binary":
+            return refit_intercept(reduced, X, y == self.classes_[1])
+        if self.scheme_ == "ovr":
+            method = "joint" if self.refit_intercept == "joint" else "per-output"
+            return refit_intercept(reduced, X, y, method=method, classes=self.classes_)
+        # one-vs-one: machine (i, j) separates class i (positive) from class j and was
+        # trained on their samples only; its threshold is re-fitted on those samples.
+        from ..multiclass import ovo_pairs
+
+        I, J = ovo_pairs(self.classes_.size)
+        b = np.array(reduced.intercept, dtype=np.float64)
+        for p, (i, j) in enumerate(zip(I, J, strict=True)):
+            mask = (y == self.classes_[i]) | (y == self.classes_[j])
+            single = reduced.output(p)
+            b[p] = refit_intercept(single, X[mask], y[mask] == self.classes_[i]).intercept
+        return KernelExpansion(reduced.vectors, reduced.coef, reduced.kernel, b)
+
+    def _classifier(self):
+        from ..multiclass import ExpansionClassifier
+
+        check_is_fitted(self)
+        return ExpansionClassifier(self.expansion_, self.classes_, scheme=self.scheme_,
+                                   decision_function_shape=self.decision_function_shape_,
+                                   break_ties=self.break_ties_, vote=self.vote_)
+
+    def _restore_defaults(self):
+        # files written before scheme_ existed hold binary or one-vs-rest machines
+        if not hasattr(self, "scheme_") and hasattr(self, "expansion_"):
+            self.scheme_ = "ovr" if self.expansion_.is_multioutput else "binary"
+            self.decision_function_shape_, self.break_ties_, self.vote_ = "ovr", False, "svc"
+
     @dask_rowwise
     def decision_function(self, X):
-        """Decision function of the reduced machine, ``sum_j beta_j k(x, z_j) + b``.
+        """Decision function of the reduced machine, shaped as the original model's.
 
         Parameters
         ----------
@@ -247,13 +320,20 @@ class ReducedSetClassifier(ClassifierMixin, _ReducedSetBase):
 
         Returns
         -------
-        ndarray of shape (n_samples,) (binary) or (n_samples, n_classes) (one-vs-rest)
+        ndarray of shape (n_samples,) (binary), (n_samples, n_classes) (one-vs-rest;
+        one-vs-one with ``decision_function_shape="ovr"``: votes plus squashed
+        confidences) or (n_samples, n_classes * (n_classes - 1) / 2) (one-vs-one,
+        ``"ovo"``: the pairwise machines)
         """
-        return self._evaluate(X)
+        self._restore_defaults()
+        F = self._evaluate(X)
+        if self.scheme_ != "ovo":
+            return F
+        return self._classifier().decision_function_from_pairwise(F)
 
     @dask_rowwise
     def predict(self, X):
-        """Class labels: sign (binary) or argmax (one-vs-rest) of the reduced machine.
+        """Class labels by the original model's rule: sign, argmax or one-vs-one vote.
 
         Parameters
         ----------
@@ -263,10 +343,8 @@ class ReducedSetClassifier(ClassifierMixin, _ReducedSetBase):
         -------
         ndarray of shape (n_samples,)
         """
-        scores = self.decision_function(X)
-        if scores.ndim == 1:
-            return self.classes_[(scores > 0).astype(int)]
-        return self.classes_[np.argmax(scores, axis=1)]
+        self._restore_defaults()
+        return self._classifier().predict_from_pairwise(self._evaluate(X))
 
 
 @persistence.register
