@@ -11,6 +11,7 @@ __version__ = "0.1.0"
 from . import config  # noqa: E402
 from .expansion import KernelExpansion  # noqa: E402
 from .kernels import RBF, InverseMultiquadric, Linear, Polynomial, Sigmoid  # noqa: E402
+from .onnx_export import to_onnx  # noqa: E402  (imports onnx only when called)
 from .persistence import FormatError, load, save  # noqa: E402
 
 __all__ = [
@@ -24,5 +25,6 @@ __all__ = [
     "save",
     "load",
     "FormatError",
+    "to_onnx",
     "__version__",
 ]

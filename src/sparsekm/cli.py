@@ -583,6 +583,19 @@ def cmd_reduce(args):
 def _short_list(values, k=6):
     values = [str(v) for v in list(values)]
     return "[" + ", ".join(values[:k]) + (", ..." if len(values) > k else "") + "]"
+def cmd_export(args):
+    from .onnx_export import to_onnx
+    from .persistence import load
+
+    model = load(args.model)
+    dtype = "float64" if args.float64 else "float32"
+    proto = to_onnx(model, dtype=dtype)
+    with open(args.output, "wb") as fh:
+        fh.write(proto.SerializeToString())
+    outputs = ", ".join(o.name for o in proto.graph.output)
+    print(f"exported {args.model} ({type(model).__name__}) to {args.output}: ONNX, {dtype}, "
+          f"input X, outputs {outputs}")
+    return 0
 
 
 def _usage_error(msg):
@@ -665,6 +678,14 @@ def build_parser():
                    help="classifiers: print decision values instead of labels (as the "
                         "scikit-learn model's decision_function)")
     p.set_defaults(func=cmd_predict)
+
+    p = add_command(parser, "export",
+                    "export a saved model (.skm) to ONNX (needs the extra sparsekm[onnx])")
+    p.add_argument("model", help="model file written by sparsekm.save or 'sparsekm reduce'")
+    p.add_argument("-o", "--output", required=True, help="the .onnx file to write")
+    p.add_argument("--float64", action="store_true",
+                   help="compute in float64 (exact parity with sparsekm; default float32)")
+    p.set_defaults(func=cmd_export)
 
     p = add_command(parser, "reproduce",
                     "rerun the papers' tables: 'list', NAME... or 'all' (writes docs/results.md "
