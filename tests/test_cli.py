@@ -322,6 +322,22 @@ def test_predict_into_closed_pipe_is_quiet(tmp_path):
     res = subprocess.run(cmd, shell=True, capture_output=True, text=True, env=env, timeout=120)
     assert len(res.stdout.splitlines()) == 1
     assert res.stderr == "", res.stderr
+    # a fresh process loads a saved classifier (its class is registered on demand)
+    from sklearn.datasets import load_iris
+    from sklearn.svm import SVC
+
+    from sparsekm.multiclass import ExpansionClassifier
+
+    X, y = load_iris(return_X_y=True)
+    names = np.array(["setosa", "versicolor", "virginica"])[y]
+    svc = SVC().fit(X, names)
+    sparsekm.save(ExpansionClassifier.from_estimator(svc), tmp_path / "iris.skm")
+    np.save(tmp_path / "iris.npy", X[::10])
+    res = subprocess.run([sys.executable, "-m", "sparsekm.cli", "predict",
+                          str(tmp_path / "iris.skm"), str(tmp_path / "iris.npy")],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split() == list(svc.predict(X[::10]))
 
 
 def test_reproduce_writes_under_out_or_checkout_docs(tmp_path, capsys, monkeypatch):
