@@ -248,14 +248,20 @@ def test_reduce_methods_on_binary_ovr_ovo(digits_models, capsys, monkeypatch, tm
     joblib.dump(small, tmp_path / "small.joblib")
     binary = SVC(C=10, gamma=0.5).fit(X[:90], y[:90] % 2)
     joblib.dump(binary, tmp_path / "bin.joblib")
-    for model in ("small", "bin"):
+    from sklearn.multiclass import OneVsRestClassifier
+
+    ovr = OneVsRestClassifier(SVC(C=10, gamma=0.5)).fit(X[:90], y[:90] % 3)
+    joblib.dump(ovr, tmp_path / "ovr.joblib")
+    refs = {"small": small, "bin": binary, "ovr": ovr}
+    for model in ("small", "bin", "ovr"):
         for method in ("construct", "construct+refine", "select-kpca", "select-l1"):
             out = tmp_path / f"{model}-{method}.skm"
             assert main(["--quiet", "reduce", str(tmp_path / f"{model}.joblib"),
                          "--trust-pickle", "-n", "10", "--method", method, "-o", str(out)]) == 0
             clf = sparsekm.load(out)
             assert 1 <= clf.expansion.compress().n_terms <= 10, (model, method)
-            ref = small if model == "small" else binary
+            ref = refs[model]
+            assert clf.scheme == {"small": "ovo", "bin": "binary", "ovr": "ovr"}[model]
             # better than chance (1/3, 1/2) with 10 vectors and the SVM's thresholds
             assert np.mean(clf.predict(X[:90]) == ref.predict(X[:90])) > 0.5, (model, method)
     capsys.readouterr()
@@ -322,6 +328,22 @@ def test_predict_into_closed_pipe_is_quiet(tmp_path):
     res = subprocess.run(cmd, shell=True, capture_output=True, text=True, env=env, timeout=120)
     assert len(res.stdout.splitlines()) == 1
     assert res.stderr == "", res.stderr
+    # a fresh process loads a saved classifier (its class is registered on demand)
+    from sklearn.datasets import load_iris
+    from sklearn.svm import SVC
+
+    from sparsekm.multiclass import ExpansionClassifier
+
+    X, y = load_iris(return_X_y=True)
+    names = np.array(["setosa", "versicolor", "virginica"])[y]
+    svc = SVC().fit(X, names)
+    sparsekm.save(ExpansionClassifier.from_estimator(svc), tmp_path / "iris.skm")
+    np.save(tmp_path / "iris.npy", X[::10])
+    res = subprocess.run([sys.executable, "-m", "sparsekm.cli", "predict",
+                          str(tmp_path / "iris.skm"), str(tmp_path / "iris.npy")],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split() == list(svc.predict(X[::10]))
 
 
 def test_reproduce_writes_under_out_or_checkout_docs(tmp_path, capsys, monkeypatch):

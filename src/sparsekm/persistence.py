@@ -268,7 +268,7 @@ class _Decoder:
 def _import_registries():
     import importlib
 
-    for mod in ("sparsekm.models", "sparsekm.approx"):
+    for mod in ("sparsekm.models", "sparsekm.approx", "sparsekm.multiclass"):
         try:
             importlib.import_module(mod)
         except ImportError:  # pragma: no cover - optional parts missing
