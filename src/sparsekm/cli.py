@@ -282,7 +282,7 @@ def cmd_predict(args):
     from .expansion import KernelExpansion
     from .persistence import load
 
-    model = load(args.model)
+    model = load(args.model, key=read_key_file(args.key_file))
     X = read_matrix(args.data)
     if isinstance(model, KernelExpansion):
         Y = model.decision_function(X)
@@ -309,19 +309,20 @@ def cmd_predict(args):
 REDUCE_METHODS = ("construct", "construct+refine", "select-kpca", "select-l1")
 
 
-def load_model(path, trust_pickle=False):
+def load_model(path, trust_pickle=False, key=None):
     """Load a model: a sparsekm file, or (only with ``trust_pickle``) a joblib pickle.
 
+    With ``key`` the sparsekm file must carry a matching HMAC tag (never a pickle).
     Returns ``(expansion, source)`` where ``source`` names what was loaded.
     """
     from .expansion import KernelExpansion
     from .persistence import FormatError, load
 
     try:
-        obj = load(path)
+        obj = load(path, key=key)
         source = f"sparsekm file ({type(obj).__name__})"
     except FormatError as exc:
-        if not trust_pickle:
+        if not trust_pickle or key is not None:
             raise ValueError(
                 f"{path} is not a sparsekm file ({exc}). If it is a scikit-learn model saved "
                 "with joblib and you trust its origin, pass --trust-pickle (unpickling can run "
@@ -342,7 +343,8 @@ def cmd_reduce(args):
     from . import reduced_set
     from .persistence import save
 
-    psi, source = load_model(args.model, args.trust_pickle)
+    key = read_key_file(args.key_file)
+    psi, source = load_model(args.model, args.trust_pickle, key=key)
     n = args.n_vectors
     if args.method in ("construct", "construct+refine"):
         res = reduced_set.construct(psi, n, shared=args.shared,
@@ -353,7 +355,7 @@ def cmd_reduce(args):
     else:
         res = reduced_set.select_l1(psi, n_vectors=n)
     reduced = res.expansion
-    save(reduced, args.output)
+    save(reduced, args.output, key=key)
     rel = np.atleast_1d(res.relative_objective)
     print(f"loaded {args.model}: {source}, {psi.n_terms} vectors, {psi.n_outputs} output(s)")
     print(f"reduced with {args.method} to {reduced.n_terms} vectors "
@@ -362,6 +364,27 @@ def cmd_reduce(args):
           + ", ".join(f"{v:.3g}" for v in rel))
     print(f"saved {args.output} (apply it with: sparsekm predict {args.output} DATA)")
     return 0
+
+
+def read_key_file(path):
+    """The HMAC key in ``path`` (its bytes, one trailing newline removed); None without a path."""
+    if path is None:
+        return None
+    with open(path, "rb") as fh:
+        key = fh.read((1 << 16) + 1)
+    if len(key) > 1 << 16:
+        raise ValueError(f"--key-file {path} is larger than 64 KiB; it should hold a short secret.")
+    key = key[:-1] if key.endswith(b"\n") else key
+    key = key[:-1] if key.endswith(b"\r") else key
+    if not key:
+        raise ValueError(f"--key-file {path} is empty.")
+    return key
+
+
+def add_key_file_option(p):
+    p.add_argument("--key-file", default=None, metavar="FILE",
+                   help="secret key (file contents): models loaded must carry a matching "
+                        "HMAC-SHA256 tag, and models saved are signed with it")
 
 
 def _usage_error(msg):
@@ -419,6 +442,7 @@ def build_parser():
     p.add_argument("-o", "--output", required=True, help="output file (.skm)")
     p.add_argument("--trust-pickle", action="store_true",
                    help="allow loading a joblib pickle (can execute code: trusted files only)")
+    add_key_file_option(p)
     p.set_defaults(func=cmd_reduce)
 
     p = add_command(parser, "predict", "apply a saved model (.skm) to data (.npy or .csv)")
@@ -428,6 +452,7 @@ def build_parser():
                    help="write predictions to this .npy or .csv file instead of stdout")
     p.add_argument("--decision-function", action="store_true",
                    help="output decision values instead of labels for classifiers")
+    add_key_file_option(p)
     p.set_defaults(func=cmd_predict)
 
     p = add_command(parser, "reproduce",

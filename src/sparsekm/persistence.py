@@ -273,7 +273,7 @@ class _OneOf(_Attr):
             try:
                 out = option.check(value, trial)
             except FormatError as exc:
-                errors.append(str(exc))
+                errors.append(str(exc).removeprefix(f"{ctx.where}: "))
                 continue
             ctx.binds.update(trial.binds)
             return out
@@ -366,7 +366,7 @@ def _declaration(cls):
             "attributes: give it a class attribute _persist_attrs = {name: spec...} "
             "(see docs/persistence.md, 'Adding a class')."
         )
-    attrs = {**_COMMON_ATTRS, **declared}
+    attrs = {**{k: v for k, v in _COMMON_ATTRS.items() if k not in dir(cls)}, **declared}
     for name, s in attrs.items():
         if not isinstance(name, str) or not name.isidentifier() or name.startswith("__") \
                 or (not name.endswith("_") and name != "_n_features_out"):
@@ -415,7 +415,8 @@ def _register_sklearn():
         "var_": spec.array("f", ("n_features",), nullable=True),
         "scale_": spec.array("f", ("n_features",), nullable=True),
         "n_features_in_": spec.int(bind="n_features"),
-        "n_samples_seen_": spec.one_of(spec.int(), spec.array("iu", ("n_features",))),
+        "n_samples_seen_": spec.one_of(spec.int(), spec.float(min=0.0),
+                                       spec.array("iuf", ("n_features",))),
     }
     minmax = {
         "min_": spec.array("f", ("n_features",)),
