@@ -841,6 +841,7 @@ class _Archive:
         return np.frombuffer(buf, dtype=dtype).reshape(shape)
 
 
+_JSON_SCALARS = frozenset((type(None), bool, int, float, str))  # what json.loads returns
 _EXPANSION_KEYS = frozenset(("__type__", "vectors", "coef", "kernel", "intercept"))
 _ESTIMATOR_KEYS = frozenset(("__type__", "class", "params", "state"))
 
@@ -871,11 +872,12 @@ class _Decoder:
         return self.cache[ref]
 
     def decode(self, node):
-        if node is None or isinstance(node, (bool, int, float, str)):
+        # JSON scalars are returned as they are without a call per node (fast decoding).
+        if type(node) in _JSON_SCALARS:
             return node
-        if isinstance(node, list):
+        if type(node) is list:
             decode = self.decode
-            return [decode(v) for v in node]
+            return [v if type(v) in _JSON_SCALARS else decode(v) for v in node]
         if not isinstance(node, dict) or "__type__" not in node:
             self.fail(f"malformed object tree near {str(node)[:80]!r}.")
         kind = node["__type__"]
@@ -885,13 +887,14 @@ class _Decoder:
             if set(node) != {"__type__", "items"}:
                 self.fail(f"malformed {kind} node.")
             items = node["items"]
+            decode = self.decode
             if kind == "tuple":
-                if not isinstance(items, list):
+                if type(items) is not list:
                     self.fail("malformed tuple node.")
-                return tuple(self.decode(v) for v in items)
-            if not isinstance(items, dict):
+                return tuple([v if type(v) in _JSON_SCALARS else decode(v) for v in items])
+            if type(items) is not dict:
                 self.fail("malformed dict node.")
-            return {k: self.decode(v) for k, v in items.items()}
+            return {k: v if type(v) in _JSON_SCALARS else decode(v) for k, v in items.items()}
         if kind == "kernel":
             return self.kernel(node)
         if kind == "expansion":
