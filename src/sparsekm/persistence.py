@@ -33,6 +33,7 @@ Every violation raises :class:`FormatError` (a ``ValueError``) naming the proble
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import hmac
 import json
@@ -872,22 +873,21 @@ class _Decoder:
         return self.cache[ref]
 
     def decode(self, node):
-        # JSON scalars are returned as they are without a call per node (fast decoding).
-        if type(node) in _JSON_SCALARS:
+        # JSON scalars are returned as they are, without a call per node, and the common
+        # containers are tested first: decoding costs about as much as json.loads itself.
+        t = type(node)
+        if t in _JSON_SCALARS:
             return node
-        if type(node) is list:
-            decode = self.decode
+        decode = self.decode
+        if t is list:
             return [v if type(v) in _JSON_SCALARS else decode(v) for v in node]
-        if not isinstance(node, dict) or "__type__" not in node:
+        if t is not dict:
             self.fail(f"malformed object tree near {str(node)[:80]!r}.")
-        kind = node["__type__"]
-        if kind == "ndarray":
-            return self.array(node)
-        if kind in ("tuple", "dict"):
-            if set(node) != {"__type__", "items"}:
+        kind = node.get("__type__")
+        if kind == "dict" or kind == "tuple":
+            items = node.get("items")
+            if len(node) != 2 or items is None:
                 self.fail(f"malformed {kind} node.")
-            items = node["items"]
-            decode = self.decode
             if kind == "tuple":
                 if type(items) is not list:
                     self.fail("malformed tuple node.")
@@ -895,6 +895,10 @@ class _Decoder:
             if type(items) is not dict:
                 self.fail("malformed dict node.")
             return {k: v if type(v) in _JSON_SCALARS else decode(v) for k, v in items.items()}
+        if kind is None:
+            self.fail(f"malformed object tree near {str(node)[:80]!r}.")
+        if kind == "ndarray":
+            return self.array(node)
         if kind == "kernel":
             return self.kernel(node)
         if kind == "expansion":
@@ -1099,6 +1103,10 @@ def load(path, *, key=None):
         except Exception as exc:  # BadZipFile, EOFError, NotImplementedError (bad version), ...
             raise FormatError(f"{path} is not a sparsekm file (not a valid archive: {exc}).") \
                 from None
+        # The cyclic garbage collector would rescan the growing tree many times while
+        # json.loads and the decoder build it (JSON trees hold no cycles): off meanwhile.
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
         with zf:
             try:
                 return _load_archive(zf, path, file_size, key)
@@ -1109,6 +1117,9 @@ def load(path, *, key=None):
             except Exception as exc:  # any other failure while rebuilding means bad content
                 raise FormatError(f"{path}: invalid content ({type(exc).__name__}: {exc}).") \
                     from None
+            finally:
+                if gc_was_enabled:
+                    gc.enable()
 
 
 def _load_archive(zf, path, file_size, key):
