@@ -80,3 +80,17 @@ def test_scaling_quick(tmp_path):
             assert len(cur["model_predicted_seconds"]) == len(cur["values"])
     assert "memory_probe" in res["greedy_basis"]
     assert "fixed_point_iterations" in res["rs_construct"]["vs_N"]
+
+
+@pytest.mark.slow
+def test_fuzz_load_quick(tmp_path):
+    """A tiny fuzz campaign runs end to end and counts nothing bad (issue 13)."""
+    out = tmp_path / "f.json"
+    res = _load("bench_fuzz_load").main(["--n-mutations", "40", "--n-signed", "20",
+                                         "--bomb-mb", "4", "--out", str(out)])
+    totals = json.loads(out.read_text())["totals"]
+    assert totals == res["totals"] and totals["loads"] == 60 + res["n_crafted_cases"]
+    for key in ("crashes", "hangs", "allocations_above_bound", "injected_attributes_restored",
+                "with_key_modified_files_accepted"):
+        assert totals[key] == 0, key
+    assert totals["crafted_cases_as_expected"] == res["n_crafted_cases"]

@@ -326,12 +326,12 @@ def write_matrix(path, Y):
         np.savetxt(path, np.atleast_2d(Y.T).T if Y.ndim == 1 else Y, delimiter=",", fmt=fmt)
 
 
-def _load_sparsekm_file(path):
+def _load_sparsekm_file(path, key=None):
     """``sparsekm.load`` with a one-line message for files that are not sparsekm files."""
     from .persistence import FormatError, load
 
     try:
-        return load(path)
+        return load(path, key=key)
     except FormatError as exc:
         raise FormatError(f"{path} is corrupt or not a sparsekm file ({exc})") from None
 
@@ -355,7 +355,7 @@ def _model_kind(model):
 def cmd_predict(args):
     import numpy as np
 
-    model = _load_sparsekm_file(args.model)
+    model = _load_sparsekm_file(args.model, key=read_key_file(args.key_file))
     kind = _model_kind(model)
     if kind is None:
         raise TypeError(f"{args.model} holds a {type(model).__name__}, which cannot predict.")
@@ -409,7 +409,7 @@ def _looks_like_pickle(path):
     return len(head) == 2 and head[0] == 0x80 and 2 <= head[1] <= 5
 
 
-def load_model(path, trust_pickle=False):
+def load_model(path, trust_pickle=False, key=None):
     """Load a model: a sparsekm file, or (only with ``trust_pickle``) a joblib pickle.
 
     Returns ``(model, source)``: a classifier (:class:`~sparsekm.multiclass.ExpansionClassifier`,
@@ -417,6 +417,7 @@ def load_model(path, trust_pickle=False):
     ``OneVsRestClassifier``/``OneVsOneClassifier`` models and sparsekm classifiers with an
     ``expansion_``, otherwise the :class:`~sparsekm.KernelExpansion` whose outputs are the
     model's predictions (SVR) or features (kernel PCA); ``source`` names what was loaded.
+    With ``key`` the sparsekm file must carry a matching HMAC tag (never a pickle).
     """
     import zipfile
 
@@ -429,12 +430,15 @@ def load_model(path, trust_pickle=False):
     if not os.path.exists(path):
         raise FileNotFoundError(f"No such file: {path!r}.")
     try:
-        obj = load(path)
+        obj = load(path, key=key)
         source = f"sparsekm file ({type(obj).__name__})"
     except FormatError as exc:
         if zipfile.is_zipfile(path) or path.endswith(".skm"):
             raise FormatError(f"{path} is corrupt: it is not a valid sparsekm file "
                               f"({exc})") from None
+        if key is not None:
+            raise ValueError(f"{path} is not a signed sparsekm file; with --key-file only "
+                             "sparsekm files carrying a matching tag are loaded.") from None
         if not trust_pickle:
             if not _looks_like_pickle(path):
                 raise ValueError(f"{path} is neither a sparsekm file nor a pickle "
@@ -532,7 +536,8 @@ def cmd_reduce(args):
     from .persistence import save
     from .reduced_set import reduce_expansion
 
-    model, source = load_model(args.model, args.trust_pickle)
+    key = read_key_file(args.key_file)
+    model, source = load_model(args.model, args.trust_pickle, key=key)
     clf = model if isinstance(model, ExpansionClassifier) else None
     psi = clf.expansion if clf is not None else model
     shared, n = _reduce_plan(args, psi)
@@ -550,7 +555,7 @@ def cmd_reduce(args):
                                   break_ties=clf.break_ties, vote=clf.vote)
     else:
         out = reduced
-    save(out, args.output)
+    save(out, args.output, key=key)
     # The speed-up, measured: both machines on the same 2000 rows (the model's own
     # vectors, repeated) in sparsekm's evaluator, with one BLAS thread so that a busy
     # machine's thread contention does not flatter either side.
@@ -588,11 +593,12 @@ def cmd_reduce(args):
 def _short_list(values, k=6):
     values = [str(v) for v in list(values)]
     return "[" + ", ".join(values[:k]) + (", ..." if len(values) > k else "") + "]"
+
+
 def cmd_export(args):
     from .onnx_export import to_onnx
-    from .persistence import load
 
-    model = load(args.model)
+    model = _load_sparsekm_file(args.model, key=read_key_file(args.key_file))
     dtype = "float64" if args.float64 else "float32"
     proto = to_onnx(model, dtype=dtype)
     with open(args.output, "wb") as fh:
@@ -601,6 +607,27 @@ def cmd_export(args):
     print(f"exported {args.model} ({type(model).__name__}) to {args.output}: ONNX, {dtype}, "
           f"input X, outputs {outputs}")
     return 0
+
+
+def read_key_file(path):
+    """The HMAC key in ``path`` (its bytes, one trailing newline removed); None without a path."""
+    if path is None:
+        return None
+    with open(path, "rb") as fh:
+        key = fh.read((1 << 16) + 1)
+    if len(key) > 1 << 16:
+        raise ValueError(f"--key-file {path} is larger than 64 KiB; it should hold a short secret.")
+    key = key[:-1] if key.endswith(b"\n") else key
+    key = key[:-1] if key.endswith(b"\r") else key
+    if not key:
+        raise ValueError(f"--key-file {path} is empty.")
+    return key
+
+
+def add_key_file_option(p):
+    p.add_argument("--key-file", default=None, metavar="FILE",
+                   help="secret key (file contents): models loaded must carry a matching "
+                        "HMAC-SHA256 tag, and models saved are signed with it")
 
 
 def _usage_error(msg):
@@ -669,6 +696,7 @@ def build_parser():
                         "models, else a KernelExpansion")
     p.add_argument("--trust-pickle", action="store_true",
                    help="allow loading a joblib pickle (can execute code: trusted files only)")
+    add_key_file_option(p)
     p.set_defaults(func=cmd_reduce)
 
     p = add_command(parser, "predict",
@@ -682,6 +710,7 @@ def build_parser():
     p.add_argument("--decision", "--decision-function", dest="decision", action="store_true",
                    help="classifiers: print decision values instead of labels (as the "
                         "scikit-learn model's decision_function)")
+    add_key_file_option(p)
     p.set_defaults(func=cmd_predict)
 
     p = add_command(parser, "export",
@@ -690,6 +719,7 @@ def build_parser():
     p.add_argument("-o", "--output", required=True, help="the .onnx file to write")
     p.add_argument("--float64", action="store_true",
                    help="compute in float64 (exact parity with sparsekm; default float32)")
+    add_key_file_option(p)
     p.set_defaults(func=cmd_export)
 
     p = add_command(parser, "reproduce",

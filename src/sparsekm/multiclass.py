@@ -166,6 +166,9 @@ class ExpansionClassifier(ClassifierMixin, BaseEstimator):
     True
     """
 
+    # Everything is in the parameters; no fitted state (see docs/persistence.md).
+    _persist_attrs = {}
+
     def __init__(self, expansion=None, classes=None, scheme="ovo", decision_function_shape="ovr",
                  break_ties=False, vote="svc"):
         self.expansion = expansion
@@ -212,6 +215,14 @@ class ExpansionClassifier(ClassifierMixin, BaseEstimator):
                              f"with {expected} output(s); got {n_out}.")
         return classes
 
+    def fit(self, X=None, y=None):
+        """Nothing to learn: the classifier is its parameters. Validates them; returns self."""
+        self._check()
+        return self
+
+    def __sklearn_is_fitted__(self):
+        return True
+
     @property
     def classes_(self):
         return self._check()
@@ -224,9 +235,6 @@ class ExpansionClassifier(ClassifierMixin, BaseEstimator):
     def n_vectors_(self):
         self._check()
         return self.expansion.n_terms
-
-    def _persist_state(self):
-        return {}  # everything is in the parameters
 
     # -- prediction --------------------------------------------------------------
     def pairwise_decision_function(self, X):

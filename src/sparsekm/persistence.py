@@ -1,329 +1,1143 @@
 """Safe persistence: ``save(obj, path)`` / ``load(path)`` without pickle.
 
-File format (schema version 1): an uncompressed ZIP archive holding
+File format (schema version 1): an uncompressed (``ZIP_STORED``) ZIP archive holding
 
 * ``meta.json`` — ``{"format": "sparsekm", "schema_version": 1, "sparsekm_version",
   "object": <encoded object tree>, "arrays": {name: {"dtype", "shape", "sha256"}}}``;
-* ``arrays/<name>.npy`` — one NumPy ``.npy`` file per array, written and read with
-  ``allow_pickle=False``.
+* ``arrays/<name>.npy`` — one NumPy ``.npy`` file per array (``allow_pickle=False``);
+* ``signature.json`` — only when saved with ``key=``: an HMAC-SHA256 tag over every
+  other member (names and full bytes).
 
-The object tree is JSON; non-JSON values are tagged dictionaries (``{"__type__":
-...}``) for tuples, dicts, arrays, kernels, :class:`KernelExpansion` and sparsekm
-estimators. Only classes registered with :func:`register` can be rebuilt, so a
-file can never make ``load`` import or execute arbitrary code. Every array is
-checked against its declared dtype, shape and SHA-256 digest before use, and its
-size is checked against the archive member before reading, so truncated,
-corrupted or tampered files raise :class:`FormatError` and never allocate more
-memory than the file holds. Floats round-trip bit-exactly (JSON uses ``repr``).
+The object tree is JSON; non-JSON values are tagged dictionaries (``{"__type__": ...}``)
+for tuples, dicts, arrays, kernels, :class:`~sparsekm.KernelExpansion` and registered
+estimators. What :func:`load` guarantees (see ``docs/persistence.md``):
+
+* **No code runs.** Only classes registered with :func:`register` are rebuilt, only
+  from their constructor parameters (``get_params`` names) and the fitted attributes
+  each class *declares* in ``_persist_attrs`` (an allow-list with expected types,
+  dtypes and shapes). Undeclared keys, dunder names and method names are refused.
+  The rebuilt estimator is validated like a fitted one before it is returned.
+* **Bounded memory.** Every member must be stored uncompressed; ``meta.json`` is read
+  with a cap on the bytes actually read; every declared array shape must agree with
+  the bytes its member holds, and even a zero-size array may not declare dimensions
+  whose product (zeros counted as one) exceeds the allocation budget
+  (:data:`ALLOCATION_FACTOR` times the file size plus :data:`ALLOCATION_SLACK`), so
+  derived allocations (an intercept per output, a projection matrix) stay bounded.
+* **Authenticity on request.** ``save(obj, path, key=...)`` / ``load(path, key=...)``
+  sign and verify the whole content with HMAC-SHA256. Without a key the SHA-256
+  digests in ``meta.json`` detect accidental corruption only: anyone can edit the
+  file and recompute them.
+
+Every violation raises :class:`FormatError` (a ``ValueError``) naming the problem.
 """
 
 from __future__ import annotations
 
+import gc
 import hashlib
-import io
+import hmac
 import json
+import math
 import os
+import re
+import stat
+import tempfile
 import zipfile
 
 import numpy as np
 
-__all__ = ["save", "load", "register", "FormatError", "SCHEMA_VERSION"]
+__all__ = ["save", "load", "register", "FormatError", "SCHEMA_VERSION", "spec",
+           "ALLOCATION_FACTOR", "ALLOCATION_SLACK"]
 
 SCHEMA_VERSION = 1
 _FORMAT = "sparsekm"
 _META = "meta.json"
+_SIGNATURE = "signature.json"
+_HMAC_CONTEXT = b"sparsekm-hmac-sha256-v1\n"
+_ARRAY_MEMBER = re.compile(r"arrays/(a[0-9]{1,9})\.npy")
 _MAX_META_BYTES = 64 * 2**20
+_MAX_MEMBERS = 100_000
+_MAX_NDIM = 32
+_DTYPE_KINDS = "biufcUS"  # bool, ints, floats, complex, fixed-width unicode / bytes
+_CHUNK = 2**20
 
-_CLASSES: dict[str, type] = {}
+#: Derived allocations (array dimensions, outputs of an expansion, projection
+#: matrices) may not exceed ``ALLOCATION_FACTOR * file_size + ALLOCATION_SLACK`` bytes.
+ALLOCATION_FACTOR = 8
+ALLOCATION_SLACK = 2**20
+
+_CLASSES: dict[str, type] = {}   # stored class name -> class
+_NAMES: dict[type, str] = {}     # class -> stored class name
 
 
 class FormatError(ValueError):
     """A file is not a valid sparsekm file (corrupt, truncated, tampered or unsupported)."""
 
 
-def register(cls):
-    """Class decorator: allow :func:`load` to rebuild instances of ``cls``.
+# -- declarations of fitted state ---------------------------------------------------
+class _Ctx:
+    """What a check needs: where we are (for messages) and the shape symbols bound so far."""
 
-    The class must be constructible from ``get_params()``; its fitted state is
-    every instance attribute whose name ends with ``_`` (scikit-learn convention)
-    unless it defines ``_persist_state()`` / ``_restore_state(state)``.
-    """
-    _CLASSES[f"{cls.__module__}.{cls.__qualname__}"] = cls
-    return cls
+    __slots__ = ("where", "binds")
+
+    def __init__(self, where, binds):
+        self.where, self.binds = where, binds
+
+    def at(self, suffix):
+        return _Ctx(f"{self.where}{suffix}", self.binds)
+
+    def fail(self, msg):
+        raise FormatError(f"{self.where}: {msg}")
+
+    def bind(self, symbol, value, what):
+        if symbol is None:
+            return
+        if isinstance(symbol, int) and not isinstance(symbol, bool):
+            if value != symbol:
+                self.fail(f"{what} is {value}, expected {symbol}.")
+            return
+        seen = self.binds.setdefault(symbol, (value, f"{self.where} ({what})"))
+        if seen[0] != value:
+            self.fail(f"{what} is {value}, but {seen[1]} says {symbol} = {seen[0]}; "
+                      "the attributes are inconsistent.")
 
 
-# -- encoding -----------------------------------------------------------------------
-class _Encoder:
-    def __init__(self):
-        self.arrays: dict[str, np.ndarray] = {}
+class _Attr:
+    """Base of the attribute declarations built by :class:`spec`."""
 
-    def array(self, arr):
-        arr = np.asarray(arr)
-        if arr.dtype.hasobject:
-            # 1-D object arrays of strings (scikit-learn's feature_names_in_) go into the
-            # JSON tree as a list of strings; anything else would need pickle.
-            if arr.ndim == 1 and all(isinstance(v, str) for v in arr):
-                return {"__type__": "strarray", "items": [str(v) for v in arr]}
-            raise TypeError("Cannot save arrays of dtype object (they would need pickle).")
-        name = f"a{len(self.arrays)}"
-        self.arrays[name] = np.ascontiguousarray(arr)
-        return {"__type__": "ndarray", "ref": name}
+    kind = "value"
 
-    def encode(self, obj, where="object"):
-        from .expansion import KernelExpansion
+    def __init__(self, *, optional=False, nullable=False):
+        self.optional, self.nullable = optional, nullable
+
+    def check(self, value, ctx):
+        if value is None:
+            if not self.nullable:
+                ctx.fail(f"expected {self.describe()}, found None.")
+            return value
+        return self._check(value, ctx)
+
+    def describe(self):
+        return self.kind
+
+    def encode_value(self, value):
+        return value
+
+    def _check(self, value, ctx):  # pragma: no cover - overridden
+        raise NotImplementedError
+
+
+class _Scalar(_Attr):
+    def __init__(self, kind, types, *, bind=None, min=None, **kw):
+        super().__init__(**kw)
+        self.kind, self.types, self.bind, self.min = kind, types, bind, min
+
+    def _check(self, value, ctx):
+        if not isinstance(value, self.types) or (bool not in self.types and isinstance(value, bool)):
+            ctx.fail(f"expected {self.kind}, found {type(value).__name__}.")
+        if self.min is not None and not value >= self.min:
+            ctx.fail(f"expected {self.kind} >= {self.min}, found {value!r}.")
+        if self.kind == "int" and value > 2**62:
+            ctx.fail(f"integer {value} is implausibly large.")
+        ctx.bind(self.bind, value, "value")
+        return value
+
+
+class _Array(_Attr):
+    def __init__(self, dtype="f", shape=None, **kw):
+        super().__init__(**kw)
+        self.dtype, self.shape = dtype, None if shape is None else tuple(shape)
+        if not set(dtype) <= set(_DTYPE_KINDS):
+            raise TypeError(f"spec.array: dtype kinds must be among {_DTYPE_KINDS!r}; got {dtype!r}.")
+
+    kind = "array"
+
+    def describe(self):
+        return f"array (dtype kind {self.dtype!r}, shape {self.shape})"
+
+    def _check(self, value, ctx):
+        if not isinstance(value, np.ndarray):
+            ctx.fail(f"expected an array, found {type(value).__name__}.")
+        if value.dtype.kind not in self.dtype:
+            ctx.fail(f"expected an array of dtype kind {self.dtype!r}, found dtype {value.dtype}.")
+        if self.shape is not None:
+            if value.ndim != len(self.shape):
+                ctx.fail(f"expected a {len(self.shape)}-D array, found shape {value.shape}.")
+            for i, (sym, n) in enumerate(zip(self.shape, value.shape)):
+                ctx.bind(sym, n, f"dimension {i} of shape {value.shape}")
+        return value
+
+
+class _StrArray(_Array):
+    """Object array of str (``feature_names_in_``), stored as a fixed-width unicode array."""
+
+    def __init__(self, shape=(None,), **kw):
+        super().__init__("U", shape, **kw)
+
+    def encode_value(self, value):
+        if isinstance(value, np.ndarray) and value.dtype == object:
+            if not all(isinstance(v, str) for v in value.flat):
+                raise TypeError("feature names must be strings.")
+            return value.astype(str)
+        return value
+
+    def _check(self, value, ctx):
+        return super()._check(value, ctx).astype(object)
+
+
+class _Kernel(_Attr):
+    kind = "kernel"
+
+    def _check(self, value, ctx):
         from .kernels import Kernel
 
-        if obj is None or isinstance(obj, (bool, str)):
-            return obj
-        if isinstance(obj, (int, np.integer)):
-            return int(obj)
-        if isinstance(obj, (float, np.floating)):
-            return float(obj)
-        if isinstance(obj, np.bool_):
-            return bool(obj)
-        if isinstance(obj, np.ndarray):
-            return self.array(obj)
-        if isinstance(obj, list):
-            return [self.encode(v, f"{where}[{i}]") for i, v in enumerate(obj)]
-        if isinstance(obj, tuple):
-            return {"__type__": "tuple", "items": [self.encode(v, where) for v in obj]}
-        if isinstance(obj, dict):
-            if not all(isinstance(k, str) for k in obj):
-                raise TypeError(f"Cannot save {where}: dictionary keys must be strings.")
-            return {"__type__": "dict",
-                    "items": {k: self.encode(v, f"{where}.{k}") for k, v in obj.items()}}
-        if isinstance(obj, Kernel):
-            return {"__type__": "kernel", "spec": obj.to_dict()}
-        if isinstance(obj, KernelExpansion):
-            return {
-                "__type__": "expansion",
-                "vectors": self.array(obj.vectors),
-                "coef": self.array(obj.coef),
-                "kernel": self.encode(obj.kernel),
-                "intercept": self.encode(obj.intercept),
-            }
-        name = f"{type(obj).__module__}.{type(obj).__qualname__}"
-        if name in _CLASSES:
-            if hasattr(obj, "_persist_state"):
-                state = obj._persist_state()
-            else:
-                state = {k: v for k, v in vars(obj).items() if k.endswith("_") and not k.startswith("_")}
-            # Estimators whose parameters hold objects sparsekm files cannot store (e.g. a
-            # wrapped scikit-learn SVC) return storable parameters from _persist_params().
-            params = obj._persist_params() if hasattr(obj, "_persist_params") else \
-                obj.get_params(deep=False)
-            return {
-                "__type__": "estimator",
-                "class": name,
-                "params": self.encode(params, f"{where}.params"),
-                "state": self.encode(state, f"{where}.state"),
-            }
-        raise TypeError(
-            f"Cannot save {where} of type {type(obj).__name__}: sparsekm files hold arrays, "
-            "numbers, strings, kernels, kernel expansions and sparsekm estimators only."
-        )
+        if not isinstance(value, Kernel):
+            ctx.fail(f"expected a kernel, found {type(value).__name__}.")
+        return value
 
 
-def save(obj, path):
-    """Save ``obj`` to ``path`` in sparsekm's safe format (see module docstring).
+class _Expansion(_Attr):
+    kind = "KernelExpansion"
 
-    Parameters
-    ----------
-    obj : KernelExpansion, sparsekm estimator, Kernel, array, or nested dict/list of these
-    path : str or os.PathLike
-        Destination; ``.skm`` is the conventional suffix.
-    """
-    from . import __version__
+    def __init__(self, *, n_terms=None, n_features=None, n_outputs=None, **kw):
+        super().__init__(**kw)
+        self.n_terms, self.n_features, self.n_outputs = n_terms, n_features, n_outputs
 
-    enc = _Encoder()
-    tree = enc.encode(obj)
-    meta = {"format": _FORMAT, "schema_version": SCHEMA_VERSION, "sparsekm_version": __version__,
-            "object": tree, "arrays": {}}
-    buffers = {}
-    for name, arr in enc.arrays.items():
-        buf = io.BytesIO()
-        np.save(buf, arr, allow_pickle=False)
-        buffers[name] = buf.getvalue()
-        meta["arrays"][name] = {"dtype": arr.dtype.str, "shape": list(arr.shape),
-                                "sha256": hashlib.sha256(arr.tobytes()).hexdigest()}
-    path = os.fspath(path)
-    tmp = path + ".tmp"
-    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_STORED) as zf:
-        zf.writestr(_META, json.dumps(meta, sort_keys=True))
-        for name, data in buffers.items():
-            zf.writestr(f"arrays/{name}.npy", data)
-    os.replace(tmp, path)
-
-
-# -- decoding -----------------------------------------------------------------------
-def _read_array(zf, name, spec, path):
-    member = f"arrays/{name}.npy"
-    try:
-        info = zf.getinfo(member)
-    except KeyError:
-        raise FormatError(f"{path}: array {name!r} is missing from the archive.") from None
-    if info.compress_type != zipfile.ZIP_STORED:
-        raise FormatError(f"{path}: array {name!r} is compressed; sparsekm files never are.")
-    if info.file_size > os.path.getsize(path):
-        raise FormatError(f"{path}: array {name!r} claims to be larger than the whole file.")
-    try:
-        dtype = np.dtype(spec["dtype"])
-        shape = tuple(int(s) for s in spec["shape"])
-    except Exception:
-        raise FormatError(f"{path}: invalid dtype/shape for array {name!r}: {spec!r}.") from None
-    if dtype.hasobject or any(s < 0 for s in shape):
-        raise FormatError(f"{path}: array {name!r} declares an invalid dtype or shape.")
-    n_bytes = int(np.prod(shape, dtype=object)) * dtype.itemsize
-    if n_bytes > info.file_size:
-        raise FormatError(
-            f"{path}: array {name!r} claims {n_bytes} bytes but its archive member holds only "
-            f"{info.file_size}; the file is truncated or tampered with."
-        )
-    try:
-        with zf.open(info) as fh:
-            raw = fh.read(info.file_size)
-        f = io.BytesIO(raw)
-        version = np.lib.format.read_magic(f)
-        if version == (1, 0):
-            hshape, fortran, hdtype = np.lib.format.read_array_header_1_0(f)
-        elif version == (2, 0):
-            hshape, fortran, hdtype = np.lib.format.read_array_header_2_0(f)
-        else:
-            raise FormatError(f"{path}: unsupported .npy version {version} for array {name!r}.")
-        if tuple(hshape) != shape or np.dtype(hdtype) != dtype or fortran:
-            raise FormatError(f"{path}: array {name!r} does not match its declared dtype/shape.")
-        data = raw[f.tell():]
-        if len(data) != n_bytes:
-            raise FormatError(f"{path}: array {name!r} has {len(data)} bytes, expected {n_bytes}.")
-        arr = np.frombuffer(data, dtype=dtype).reshape(shape).copy()
-    except FormatError:
-        raise
-    except Exception as exc:
-        raise FormatError(f"{path}: could not read array {name!r}: {exc}") from None
-    if hashlib.sha256(arr.tobytes()).hexdigest() != spec.get("sha256"):
-        raise FormatError(f"{path}: checksum mismatch for array {name!r}; the file is corrupted.")
-    return arr
-
-
-class _Decoder:
-    def __init__(self, zf, array_specs, path):
-        self.zf, self.specs, self.path = zf, array_specs, path
-        self.cache: dict[str, np.ndarray] = {}
-
-    def array(self, node):
-        ref = node.get("ref")
-        if ref not in self.specs:
-            raise FormatError(f"{self.path}: reference to undeclared array {ref!r}.")
-        if ref not in self.cache:
-            self.cache[ref] = _read_array(self.zf, ref, self.specs[ref], self.path)
-        return self.cache[ref]
-
-    def decode(self, node):
+    def _check(self, value, ctx):
         from .expansion import KernelExpansion
-        from .kernels import kernel_from_dict
 
-        if node is None or isinstance(node, (bool, int, float, str)):
-            return node
-        if isinstance(node, list):
-            return [self.decode(v) for v in node]
-        if not isinstance(node, dict) or "__type__" not in node:
-            raise FormatError(f"{self.path}: malformed object tree near {str(node)[:80]!r}.")
-        kind = node["__type__"]
-        if kind == "ndarray":
-            return self.array(node)
-        if kind == "tuple":
-            return tuple(self.decode(v) for v in node["items"])
-        if kind == "strarray":
-            items = node.get("items")
-            if not isinstance(items, list) or not all(isinstance(v, str) for v in items):
-                raise FormatError(f"{self.path}: malformed string array near "
-                                  f"{str(node)[:80]!r}.")
-            return np.asarray(items, dtype=object)
-        if kind == "dict":
-            return {str(k): self.decode(v) for k, v in node["items"].items()}
-        if kind == "kernel":
-            return kernel_from_dict(node["spec"])
-        if kind == "expansion":
-            return KernelExpansion(self.decode(node["vectors"]), self.decode(node["coef"]),
-                                   self.decode(node["kernel"]), self.decode(node["intercept"]))
-        if kind == "estimator":
-            cls = _CLASSES.get(node.get("class"))
-            if cls is None:
-                _import_registries()
-                cls = _CLASSES.get(node.get("class"))
-            if cls is None:
-                raise FormatError(f"{self.path}: unknown estimator class {node.get('class')!r}.")
-            params = self.decode(node["params"])
-            state = self.decode(node["state"])
-            obj = cls(**params)
-            if hasattr(obj, "_restore_state"):
-                obj._restore_state(state)
-            else:
-                for k, v in state.items():
-                    setattr(obj, k, v)
-            return obj
-        raise FormatError(f"{self.path}: unknown object type {kind!r}.")
+        if not isinstance(value, KernelExpansion):
+            ctx.fail(f"expected a KernelExpansion, found {type(value).__name__}.")
+        ctx.bind(self.n_terms, value.n_terms, "number of terms")
+        ctx.bind(self.n_features, value.vectors.shape[1], "number of features")
+        ctx.bind(self.n_outputs, value.n_outputs, "number of outputs")
+        return value
+
+
+class _Estimator(_Attr):
+    kind = "estimator"
+
+    def __init__(self, name, *, n_features=None, **kw):
+        super().__init__(**kw)
+        self.name, self.n_features = name, n_features
+
+    def _check(self, value, ctx):
+        if _NAMES.get(type(value)) != self.name:
+            ctx.fail(f"expected a fitted {self.name}, found {type(value).__name__}.")
+        ctx.bind(self.n_features, getattr(value, "n_features_in_", None), "n_features_in_")
+        return value
+
+
+class _Dict(_Attr):
+    kind = "dict"
+
+    def __init__(self, values, *, keys=None, **kw):
+        super().__init__(**kw)
+        self.values, self.keys = values, None if keys is None else frozenset(keys)
+
+    def _check(self, value, ctx):
+        if not isinstance(value, dict):
+            ctx.fail(f"expected a dict, found {type(value).__name__}.")
+        if self.keys is not None and not set(value) <= self.keys:
+            ctx.fail(f"unexpected keys {sorted(set(value) - self.keys)}; allowed: {sorted(self.keys)}.")
+        return {k: self.values.check(v, ctx.at(f"[{k!r}]")) for k, v in value.items()}
+
+
+class _List(_Attr):
+    kind = "list"
+
+    def __init__(self, item, *, length=None, **kw):
+        super().__init__(**kw)
+        self.item, self.length = item, length
+
+    def _check(self, value, ctx):
+        if not isinstance(value, list):
+            ctx.fail(f"expected a list, found {type(value).__name__}.")
+        ctx.bind(self.length, len(value), "length")
+        return [self.item.check(v, ctx.at(f"[{i}]")) for i, v in enumerate(value)]
+
+
+class _OneOf(_Attr):
+    kind = "one of"
+
+    def __init__(self, *options, **kw):
+        super().__init__(**kw)
+        self.options = options
+
+    def describe(self):
+        return " or ".join(o.describe() for o in self.options)
+
+    def _check(self, value, ctx):
+        errors = []
+        for option in self.options:
+            trial = _Ctx(ctx.where, dict(ctx.binds))
+            try:
+                out = option.check(value, trial)
+            except FormatError as exc:
+                errors.append(str(exc).removeprefix(f"{ctx.where}: "))
+                continue
+            ctx.binds.update(trial.binds)
+            return out
+        ctx.fail(f"expected {self.describe()}: " + "; ".join(errors))
+
+
+class spec:
+    """Builders for fitted-attribute declarations (``_persist_attrs``).
+
+    Shapes are tuples whose entries are ``None`` (any size), an ``int`` (exact size)
+    or a symbol ``str``: every use of one symbol within one object must have the same
+    size (``("n_terms", "n_features")`` for the vectors, ``bind="n_features"`` for
+    ``n_features_in_``). Every builder takes ``optional=True`` (the attribute may be
+    absent) and ``nullable=True`` (it may be ``None``).
+    """
+
+    @staticmethod
+    def int(*, bind=None, min=0, **kw):
+        """A Python ``int`` (not bool), ``>= min``; ``bind`` names its shape symbol."""
+        return _Scalar("int", (int,), bind=bind, min=min, **kw)
+
+    @staticmethod
+    def float(**kw):
+        """A Python ``float`` (NaN and inf allowed)."""
+        return _Scalar("float", (float,), **kw)
+
+    @staticmethod
+    def bool(**kw):
+        return _Scalar("bool", (bool,), **kw)
+
+    @staticmethod
+    def str(**kw):
+        return _Scalar("str", (str,), **kw)
+
+    @staticmethod
+    def array(dtype="f", shape=None, **kw):
+        """An ndarray whose dtype kind is in ``dtype`` (e.g. ``"f"``, ``"iu"``, ``"biufU"``)."""
+        return _Array(dtype, shape, **kw)
+
+    @staticmethod
+    def str_array(shape=(None,), **kw):
+        """An object array of ``str`` (scikit-learn's ``feature_names_in_``)."""
+        return _StrArray(shape, **kw)
+
+    @staticmethod
+    def kernel(**kw):
+        return _Kernel(**kw)
+
+    @staticmethod
+    def expansion(*, n_terms=None, n_features=None, n_outputs=None, **kw):
+        """A :class:`~sparsekm.KernelExpansion`; the keywords bind its sizes to symbols."""
+        return _Expansion(n_terms=n_terms, n_features=n_features, n_outputs=n_outputs, **kw)
+
+    @staticmethod
+    def estimator(name, *, n_features=None, **kw):
+        """A fitted registered estimator stored under class name ``name``."""
+        return _Estimator(name, n_features=n_features, **kw)
+
+    @staticmethod
+    def dict(values, *, keys=None, **kw):
+        """A dict of str keys (restricted to ``keys`` if given) to ``values``."""
+        return _Dict(values, keys=keys, **kw)
+
+    @staticmethod
+    def list(item, *, length=None, **kw):
+        return _List(item, length=length, **kw)
+
+    @staticmethod
+    def one_of(*options, **kw):
+        return _OneOf(*options, **kw)
+
+
+# scikit-learn sets feature_names_in_ when fitted on a DataFrame: allowed everywhere.
+_COMMON_ATTRS = {"feature_names_in_": spec.str_array(shape=("n_features",), optional=True)}
+
+
+_ATTRS: dict[type, dict] = {}    # class -> declaration given to register(attrs=...)
+_CHECKED: dict[type, dict] = {}  # class -> checked declaration (cache)
+
+
+def _declaration(cls):
+    """The checked ``{name: spec}`` declaration of a registered class."""
+    attrs = _CHECKED.get(cls)
+    if attrs is not None:
+        return attrs
+    declared = _ATTRS.get(cls, getattr(cls, "_persist_attrs", None))
+    if not isinstance(declared, dict):
+        raise TypeError(
+            f"{cls.__qualname__} is registered for sparsekm files but declares no fitted "
+            "attributes: give it a class attribute _persist_attrs = {name: spec...} "
+            "(see docs/persistence.md, 'Adding a class')."
+        )
+    attrs = {**{k: v for k, v in _COMMON_ATTRS.items() if k not in dir(cls)}, **declared}
+    for name, s in attrs.items():
+        if not isinstance(name, str) or not name.isidentifier() or name.startswith("__") \
+                or (not name.endswith("_") and name != "_n_features_out"):
+            raise TypeError(f"{cls.__qualname__}._persist_attrs: {name!r} is not a fitted "
+                            "attribute name (an identifier ending in '_', not a dunder).")
+        if name in dir(cls):
+            raise TypeError(f"{cls.__qualname__}._persist_attrs: {name!r} is defined on the "
+                            "class (a method, property or class attribute); it cannot be state.")
+        if not isinstance(s, _Attr):
+            raise TypeError(f"{cls.__qualname__}._persist_attrs[{name!r}] must be built with "
+                            "sparsekm.persistence.spec.")
+    _CHECKED[cls] = attrs
+    return attrs
+
+
+def register(cls=None, *, name=None, attrs=None):
+    """Class decorator: allow :func:`load` to rebuild instances of ``cls``.
+
+    The class must be constructible from ``get_params()`` and declare the fitted
+    attributes it restores: a class attribute ``_persist_attrs = {name: spec...}``
+    built with :class:`spec`, or (for a class you do not own) ``attrs=``. ``name``
+    is the stored class name (default ``module.qualname``). See ``docs/persistence.md``.
+    """
+    def deco(c):
+        stored = name or f"{c.__module__}.{c.__qualname__}"
+        _CLASSES[stored] = c
+        _NAMES[c] = stored
+        if attrs is not None:
+            _ATTRS[c] = attrs
+        _CHECKED.pop(c, None)
+        return c
+
+    return deco if cls is None else deco(cls)
+
+
+def _register_sklearn():
+    """Declarations for the scikit-learn steps a deployed pipeline usually holds."""
+    if "sklearn.pipeline.Pipeline" in _CLASSES:
+        return
+    from sklearn.decomposition import PCA
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import MinMaxScaler, StandardScaler
+
+    scaler = {
+        "mean_": spec.array("f", ("n_features",), nullable=True),
+        "var_": spec.array("f", ("n_features",), nullable=True),
+        "scale_": spec.array("f", ("n_features",), nullable=True),
+        "n_features_in_": spec.int(bind="n_features"),
+        "n_samples_seen_": spec.one_of(spec.int(), spec.float(min=0.0),
+                                       spec.array("iuf", ("n_features",))),
+    }
+    minmax = {
+        "min_": spec.array("f", ("n_features",)),
+        "scale_": spec.array("f", ("n_features",)),
+        "data_min_": spec.array("f", ("n_features",)),
+        "data_max_": spec.array("f", ("n_features",)),
+        "data_range_": spec.array("f", ("n_features",)),
+        "n_features_in_": spec.int(bind="n_features"),
+        "n_samples_seen_": spec.int(),
+    }
+    pca = {
+        "components_": spec.array("f", ("n_components", "n_features")),
+        "explained_variance_": spec.array("f", ("n_components",)),
+        "explained_variance_ratio_": spec.array("f", ("n_components",)),
+        "singular_values_": spec.array("f", ("n_components",)),
+        "mean_": spec.array("f", ("n_features",)),
+        "n_components_": spec.int(bind="n_components"),
+        "n_samples_": spec.int(),
+        "noise_variance_": spec.float(),
+        "n_features_in_": spec.int(bind="n_features"),
+    }
+    register(StandardScaler, name="sklearn.preprocessing.StandardScaler", attrs=scaler)
+    register(MinMaxScaler, name="sklearn.preprocessing.MinMaxScaler", attrs=minmax)
+    register(PCA, name="sklearn.decomposition.PCA", attrs=pca)
+    # A Pipeline's fitted state lives in its steps (its ``steps`` parameter).
+    register(Pipeline, name="sklearn.pipeline.Pipeline", attrs={})
 
 
 def _import_registries():
     import importlib
 
     for mod in ("sparsekm.models", "sparsekm.approx", "sparsekm.multiclass"):
+        importlib.import_module(mod)
+    _register_sklearn()
+
+
+# -- encoding -----------------------------------------------------------------------
+class _Encoder:
+    def __init__(self):
+        from .expansion import KernelExpansion
+        from .kernels import Kernel
+
+        self.Kernel, self.KernelExpansion = Kernel, KernelExpansion
+        self.arrays: dict[str, np.ndarray] = {}
+
+    def array(self, arr, where):
+        arr = np.asarray(arr)
+        if arr.dtype.kind not in _DTYPE_KINDS or arr.dtype.fields is not None:
+            raise TypeError(f"Cannot save {where}: arrays of dtype {arr.dtype} cannot be stored "
+                            "(object arrays would need pickle).")
+        name = f"a{len(self.arrays)}"
+        # Memory order is kept (BLAS results depend on it: round trips are bit-exact).
+        fortran = arr.ndim > 1 and arr.flags.f_contiguous and not arr.flags.c_contiguous
+        self.arrays[name] = arr if fortran else np.ascontiguousarray(arr)
+        return {"__type__": "ndarray", "ref": name}
+
+    def encode(self, obj, where="object"):
+        if obj is None or isinstance(obj, (bool, str)):
+            return obj
+        if isinstance(obj, np.bool_):
+            return bool(obj)
+        if isinstance(obj, (int, np.integer)):
+            return int(obj)
+        if isinstance(obj, (float, np.floating)):
+            return float(obj)
+        if isinstance(obj, np.ndarray):
+            return self.array(obj, where)
+        if isinstance(obj, list):
+            return [self.encode(v, f"{where}[{i}]") for i, v in enumerate(obj)]
+        if isinstance(obj, tuple):
+            return {"__type__": "tuple",
+                    "items": [self.encode(v, f"{where}[{i}]") for i, v in enumerate(obj)]}
+        if isinstance(obj, dict):
+            if not all(isinstance(k, str) for k in obj):
+                raise TypeError(f"Cannot save {where}: dictionary keys must be strings.")
+            return {"__type__": "dict",
+                    "items": {k: self.encode(v, f"{where}.{k}") for k, v in obj.items()}}
+        if isinstance(obj, self.Kernel):
+            return {"__type__": "kernel", "spec": obj.to_dict()}
+        if isinstance(obj, self.KernelExpansion):
+            return {"__type__": "expansion",
+                    "vectors": self.array(obj.vectors, f"{where}.vectors"),
+                    "coef": self.array(obj.coef, f"{where}.coef"),
+                    "kernel": self.encode(obj.kernel, f"{where}.kernel"),
+                    "intercept": self.encode(obj.intercept, f"{where}.intercept")}
+        name = _NAMES.get(type(obj))
+        if name is None and type(obj).__module__.startswith("sklearn."):
+            _register_sklearn()
+            name = _NAMES.get(type(obj))
+        if name is not None:
+            return self.estimator(obj, name, where)
+        raise TypeError(
+            f"Cannot save {where} of type {type(obj).__name__}: sparsekm files hold arrays, "
+            "numbers, strings, kernels, kernel expansions, registered estimators and "
+            "Pipelines of them (scikit-learn: StandardScaler, MinMaxScaler, PCA) only."
+        )
+
+    def estimator(self, obj, name, where):
+        from sklearn.exceptions import NotFittedError
+        from sklearn.utils.validation import check_is_fitted
+
+        cls = type(obj)
+        attrs = _declaration(cls)
         try:
-            importlib.import_module(mod)
-        except ImportError:  # pragma: no cover - optional parts missing
+            check_is_fitted(obj)
+        except NotFittedError:
+            raise ValueError(f"Cannot save {where}: this {cls.__name__} is not fitted "
+                             "(sparsekm files hold fitted models).") from None
+        undeclared = sorted(k for k in vars(obj)
+                            if k.endswith("_") and not k.startswith("__") and k not in attrs)
+        if undeclared:
+            raise TypeError(f"Cannot save {where}: {cls.__name__} has fitted attribute(s) "
+                            f"{undeclared} not declared in {cls.__name__}._persist_attrs.")
+        state = {}
+        for k, s in attrs.items():
+            if k in vars(obj):
+                state[k] = self.encode(s.encode_value(vars(obj)[k]), f"{where}.{k}")
+            elif not s.optional:
+                raise ValueError(f"Cannot save {where}: {cls.__name__} lacks the fitted "
+                                 f"attribute {k!r}.")
+        # Estimators whose parameters hold objects sparsekm files cannot store (e.g. a
+        # wrapped scikit-learn SVC) return storable parameters from _persist_params().
+        params = obj._persist_params() if hasattr(obj, "_persist_params") else \
+            obj.get_params(deep=False)
+        return {"__type__": "estimator", "class": name,
+                "params": self.encode(params, f"{where}.params"), "state": state}
+
+
+def _check_key(key):
+    if key is None:
+        return None
+    if isinstance(key, str):
+        key = key.encode("utf-8")
+    if not isinstance(key, (bytes, bytearray, memoryview)):
+        raise TypeError(f"key must be bytes (or str); got {type(key).__name__}.")
+    key = bytes(key)
+    if not key:
+        raise ValueError("key must not be empty.")
+    return key
+
+
+def _manifest_tag(key, digests):
+    """HMAC-SHA256 over ``(name, length, sha256)`` of every member, in name order."""
+    mac = hmac.new(key, _HMAC_CONTEXT, hashlib.sha256)
+    for name in sorted(digests):
+        size, digest = digests[name]
+        raw = name.encode("utf-8")
+        mac.update(len(raw).to_bytes(8, "big") + raw + size.to_bytes(8, "big") + digest)
+    return mac.hexdigest()
+
+
+class _HashingWriter:
+    def __init__(self, fh):
+        self.fh, self.sha, self.size = fh, hashlib.sha256(), 0
+
+    def write(self, data):
+        self.sha.update(data)
+        self.size += len(data)
+        return self.fh.write(data)
+
+
+def _umask():
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def save(obj, path, *, key=None):
+    """Save ``obj`` to ``path`` in sparsekm's safe format (see module docstring).
+
+    The file is written to a new temporary file in the same directory (created
+    exclusively, never through a symlink), flushed to disk and then atomically moved
+    to ``path``; if anything fails the temporary file is removed and any previous file
+    at ``path`` is left untouched.
+
+    Parameters
+    ----------
+    obj : KernelExpansion, fitted sparsekm estimator, Pipeline, Kernel, array, or nested
+        dict/list/tuple of these
+    path : str or os.PathLike
+        Destination file; ``.skm`` is the conventional suffix.
+    key : bytes or str, optional
+        Secret key: the file then carries an HMAC-SHA256 tag over its whole content
+        and ``load(path, key=key)`` refuses it if anything was changed.
+
+    Raises
+    ------
+    TypeError
+        If ``obj`` holds something sparsekm files cannot store.
+    ValueError
+        If an estimator in ``obj`` is not fitted.
+    IsADirectoryError
+        If ``path`` is a directory.
+    """
+    from . import __version__
+
+    key = _check_key(key)
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"{path!r} is a directory; give a file name such as "
+                                f"{os.path.join(path, 'model.skm')!r}.")
+    enc = _Encoder()
+    tree = enc.encode(obj)
+    meta = {"format": _FORMAT, "schema_version": SCHEMA_VERSION, "sparsekm_version": __version__,
+            "object": tree, "arrays": {}}
+    for name, arr in enc.arrays.items():
+        fortran = not arr.flags.c_contiguous
+        flat = (arr.T if fortran else arr).reshape(-1).view(np.uint8)  # the stored bytes
+        meta["arrays"][name] = {"dtype": arr.dtype.str, "shape": list(arr.shape),
+                                "sha256": hashlib.sha256(flat).hexdigest()}
+        if fortran:
+            meta["arrays"][name]["order"] = "F"
+    meta_bytes = json.dumps(meta, sort_keys=True).encode("utf-8")
+    if len(meta_bytes) > _MAX_META_BYTES:
+        raise ValueError(f"Cannot save: the metadata would be {len(meta_bytes)} bytes (limit "
+                         f"{_MAX_META_BYTES}); store large data as arrays.")
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_STORED) as zf:
+                digests = {_META: (len(meta_bytes), hashlib.sha256(meta_bytes).digest())}
+                zf.writestr(_META, meta_bytes)
+                for name, arr in enc.arrays.items():
+                    member = f"arrays/{name}.npy"
+                    with zf.open(member, "w", force_zip64=arr.nbytes > 2**30) as out:
+                        w = _HashingWriter(out)
+                        np.lib.format.write_array(w, arr, allow_pickle=False)
+                    digests[member] = (w.size, w.sha.digest())
+                if key is not None:
+                    zf.writestr(_SIGNATURE, json.dumps(
+                        {"algorithm": "HMAC-SHA256", "tag": _manifest_tag(key, digests)}))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
             pass
+        raise
+    try:  # make the rename durable; not possible everywhere (e.g. Windows)
+        dfd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError:  # pragma: no cover - platform dependent
+        pass
 
 
-def load(path):
+# -- decoding -----------------------------------------------------------------------
+def _nominal_bytes(shape, itemsize):
+    """Bytes of the array with every zero dimension counted as one."""
+    n = itemsize
+    for s in shape:
+        n *= max(s, 1)
+    return n
+
+
+class _Archive:
+    """Checked view of an opened sparsekm ZIP archive."""
+
+    def __init__(self, zf, path, file_size):
+        self.zf, self.path, self.file_size = zf, path, file_size
+        self.budget = ALLOCATION_FACTOR * file_size + ALLOCATION_SLACK
+        infos = zf.infolist()
+        if not any(info.filename == _META for info in infos):
+            self.fail(f"not a sparsekm file (no {_META}).")
+        if len(infos) > _MAX_MEMBERS:
+            self.fail(f"{len(infos)} archive members; sparsekm files have far fewer.")
+        self.members = {}
+        for info in infos:
+            name = info.filename
+            if name in self.members:
+                self.fail(f"duplicate archive member {name!r}.")
+            if name not in (_META, _SIGNATURE) and not _ARRAY_MEMBER.fullmatch(name):
+                self.fail(f"unexpected archive member {name[:80]!r}.")
+            if info.compress_type != zipfile.ZIP_STORED:
+                self.fail(f"member {name!r} is compressed (method {info.compress_type}); "
+                          "sparsekm files are always stored uncompressed.")
+            if info.flag_bits & 0x1:
+                self.fail(f"member {name!r} is encrypted.")
+            if info.file_size != info.compress_size or info.file_size > file_size:
+                self.fail(f"member {name!r} declares an impossible size ({info.file_size} bytes "
+                          f"in a {file_size}-byte file).")
+            self.members[name] = info
+
+    def fail(self, msg):
+        raise FormatError(f"{self.path}: {msg}")
+
+    def stream(self, name):
+        """Yield the member's bytes in chunks, never more than its stored size."""
+        info = self.members[name]
+        left = info.file_size
+        with self.zf.open(info) as fh:
+            while left > 0:
+                chunk = fh.read(min(_CHUNK, left))
+                if not chunk:
+                    self.fail(f"member {name!r} is truncated.")
+                left -= len(chunk)
+                yield chunk
+
+    def verify(self, key):
+        if _SIGNATURE not in self.members:
+            self.fail("no authentication tag: the file was saved without a key, but load() "
+                      "was given one. Refusing to trust it.")
+        raw = self.read_small(_SIGNATURE, 4096)
+        try:
+            sig = json.loads(raw)
+            tag = sig["tag"]
+            ok = sig["algorithm"] == "HMAC-SHA256" and isinstance(tag, str)
+        except Exception:
+            ok = False
+        if not ok:
+            self.fail("malformed authentication tag.")
+        digests = {}
+        for name in self.members:
+            if name == _SIGNATURE:
+                continue
+            sha, size = hashlib.sha256(), 0
+            for chunk in self.stream(name):
+                sha.update(chunk)
+                size += len(chunk)
+            digests[name] = (size, sha.digest())
+        if not hmac.compare_digest(_manifest_tag(key, digests).encode(), tag.encode("ascii", "replace")):
+            self.fail("authentication failed: the HMAC-SHA256 tag does not match (wrong key, "
+                      "or the file was modified after it was saved).")
+
+    def read_small(self, name, cap):
+        info = self.members[name]
+        if info.file_size > cap:
+            self.fail(f"member {name!r} is too large ({info.file_size} bytes; limit {cap}).")
+        with self.zf.open(info) as fh:
+            data = fh.read(cap + 1)  # a cap on the bytes actually read, whatever is declared
+        if len(data) > cap:
+            self.fail(f"member {name!r} holds more than {cap} bytes.")
+        return data
+
+    def check_specs(self, specs):
+        if not isinstance(specs, dict):
+            self.fail("malformed array table.")
+        declared = {f"arrays/{name}.npy" for name in specs}
+        present = {n for n in self.members if n not in (_META, _SIGNATURE)}
+        if present - declared:
+            self.fail(f"undeclared array member(s) {sorted(present - declared)[:5]}.")
+        checked = {}
+        for name, s in specs.items():
+            if not isinstance(name, str) or not _ARRAY_MEMBER.fullmatch(f"arrays/{name}.npy"):
+                self.fail(f"invalid array name {str(name)[:40]!r}.")
+            member = f"arrays/{name}.npy"
+            if member not in self.members:
+                self.fail(f"array {name!r} is missing from the archive.")
+            if not isinstance(s, dict) or not {"dtype", "shape", "sha256"} <= set(s) \
+                    or not set(s) <= {"dtype", "shape", "sha256", "order"} \
+                    or s.get("order", "C") not in ("C", "F"):
+                self.fail(f"malformed declaration of array {name!r}.")
+            try:
+                dtype = np.dtype(s["dtype"]) if isinstance(s["dtype"], str) else None
+            except Exception:
+                dtype = None
+            if dtype is None or dtype.kind not in _DTYPE_KINDS or dtype.fields is not None \
+                    or dtype.itemsize == 0 or dtype.str != s["dtype"]:
+                self.fail(f"array {name!r} declares an unsupported dtype {str(s['dtype'])[:40]!r}.")
+            shape = s["shape"]
+            if not isinstance(shape, list) or len(shape) > _MAX_NDIM or not all(
+                    isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
+                self.fail(f"array {name!r} declares an invalid shape {str(shape)[:80]}.")
+            shape = tuple(shape)
+            nominal = _nominal_bytes(shape, dtype.itemsize)
+            if nominal > self.budget:
+                self.fail(f"array {name!r} declares shape {shape} ({nominal} bytes counting zero "
+                          f"dimensions as one), over the allocation budget of {self.budget} bytes "
+                          f"for a {self.file_size}-byte file.")
+            n_bytes = math.prod(shape) * dtype.itemsize
+            if n_bytes > self.members[member].file_size:
+                self.fail(f"array {name!r} claims {n_bytes} bytes but its archive member holds "
+                          f"only {self.members[member].file_size}; the file is truncated or "
+                          "tampered with.")
+            if not isinstance(s["sha256"], str) or not re.fullmatch(r"[0-9a-f]{64}", s["sha256"]):
+                self.fail(f"array {name!r} has a malformed digest.")
+            checked[name] = (dtype, shape, n_bytes, s["sha256"], s.get("order") == "F")
+        return checked
+
+    def read_array(self, name, dtype, shape, n_bytes, digest, fortran_order):
+        member = f"arrays/{name}.npy"
+        info = self.members[member]
+        try:
+            with self.zf.open(info) as fh:
+                version = np.lib.format.read_magic(fh)
+                if version == (1, 0):
+                    hshape, fortran, hdtype = np.lib.format.read_array_header_1_0(fh)
+                elif version == (2, 0):
+                    hshape, fortran, hdtype = np.lib.format.read_array_header_2_0(fh)
+                else:
+                    self.fail(f"unsupported .npy version {version} for array {name!r}.")
+                if tuple(hshape) != shape or np.dtype(hdtype) != dtype \
+                        or bool(fortran) != fortran_order:
+                    self.fail(f"array {name!r} does not match its declared dtype/shape.")
+                header = fh.tell()
+                if header + n_bytes != info.file_size:
+                    self.fail(f"array {name!r} has {info.file_size - header} data bytes, "
+                              f"expected {n_bytes}.")
+                buf = bytearray(n_bytes)
+                view, got = memoryview(buf), 0
+                while got < n_bytes:
+                    k = fh.readinto(view[got:got + _CHUNK])
+                    if not k:
+                        self.fail(f"array {name!r} is truncated.")
+                    got += k
+                if fh.read(1):
+                    self.fail(f"array {name!r} has trailing bytes.")
+        except FormatError:
+            raise
+        except Exception as exc:
+            self.fail(f"could not read array {name!r}: {exc}")
+        if hashlib.sha256(buf).hexdigest() != digest:
+            self.fail(f"checksum mismatch for array {name!r}; the file is corrupted.")
+        if fortran_order:
+            return np.frombuffer(buf, dtype=dtype).reshape(shape[::-1]).T
+        return np.frombuffer(buf, dtype=dtype).reshape(shape)
+
+
+_JSON_SCALARS = frozenset((type(None), bool, int, float, str))  # what json.loads returns
+_EXPANSION_KEYS = frozenset(("__type__", "vectors", "coef", "kernel", "intercept"))
+_ESTIMATOR_KEYS = frozenset(("__type__", "class", "params", "state"))
+
+
+class _Decoder:
+    def __init__(self, archive, specs):
+        from sklearn.utils.validation import check_is_fitted
+
+        from .expansion import KernelExpansion
+        from .kernels import kernel_from_dict
+
+        self.archive, self.specs, self.path = archive, specs, archive.path
+        self.KernelExpansion, self.kernel_from_dict = KernelExpansion, kernel_from_dict
+        self.check_is_fitted = check_is_fitted
+        self.cache: dict[str, np.ndarray] = {}
+
+    def fail(self, msg):
+        raise FormatError(f"{self.path}: {msg}")
+
+    def array(self, node):
+        if set(node) != {"__type__", "ref"}:
+            self.fail("malformed array reference.")
+        ref = node["ref"]
+        if not isinstance(ref, str) or ref not in self.specs:
+            self.fail(f"reference to undeclared array {str(ref)[:40]!r}.")
+        if ref not in self.cache:
+            self.cache[ref] = self.archive.read_array(ref, *self.specs[ref])
+        return self.cache[ref]
+
+    def decode(self, node):
+        # JSON scalars are returned as they are, without a call per node, and the common
+        # containers are tested first: decoding costs about as much as json.loads itself.
+        t = type(node)
+        if t in _JSON_SCALARS:
+            return node
+        decode = self.decode
+        if t is list:
+            return [v if type(v) in _JSON_SCALARS else decode(v) for v in node]
+        if t is not dict:
+            self.fail(f"malformed object tree near {str(node)[:80]!r}.")
+        kind = node.get("__type__")
+        if kind == "dict" or kind == "tuple":
+            items = node.get("items")
+            if len(node) != 2 or items is None:
+                self.fail(f"malformed {kind} node.")
+            if kind == "tuple":
+                if type(items) is not list:
+                    self.fail("malformed tuple node.")
+                return tuple([v if type(v) in _JSON_SCALARS else decode(v) for v in items])
+            if type(items) is not dict:
+                self.fail("malformed dict node.")
+            return {k: v if type(v) in _JSON_SCALARS else decode(v) for k, v in items.items()}
+        if kind is None:
+            self.fail(f"malformed object tree near {str(node)[:80]!r}.")
+        if kind == "ndarray":
+            return self.array(node)
+        if kind == "kernel":
+            return self.kernel(node)
+        if kind == "expansion":
+            return self.expansion(node)
+        if kind == "estimator":
+            return self.estimator(node)
+        self.fail(f"unknown object type {str(kind)[:40]!r}.")
+
+    def kernel(self, node):
+        if set(node) != {"__type__", "spec"}:
+            self.fail("malformed kernel node.")
+        need = _projection_bytes(node["spec"])
+        if need > self.archive.budget:
+            self.fail(f"kernel declares a projection of {need} bytes, over the allocation budget "
+                      f"of {self.archive.budget} bytes.")
+        try:
+            return self.kernel_from_dict(node["spec"])
+        except (ValueError, TypeError, KeyError) as exc:
+            self.fail(f"invalid kernel: {exc}")
+
+    def expansion(self, node):
+        if set(node) != _EXPANSION_KEYS:
+            self.fail("malformed expansion node.")
+        vectors, coef = self.decode(node["vectors"]), self.decode(node["coef"])
+        kernel, intercept = self.decode(node["kernel"]), self.decode(node["intercept"])
+        for name, a, ndims in (("vectors", vectors, (2,)), ("coef", coef, (1, 2))):
+            if not isinstance(a, np.ndarray) or a.dtype.kind != "f" or a.ndim not in ndims:
+                self.fail(f"expansion {name} must be a floating {ndims}-D array.")
+        if coef.shape[0] != vectors.shape[0] or coef.dtype != vectors.dtype:
+            self.fail(f"expansion coef {coef.shape} {coef.dtype} does not match vectors "
+                      f"{vectors.shape} {vectors.dtype}.")
+        if coef.ndim == 1:
+            ok = isinstance(intercept, float)
+        else:
+            ok = isinstance(intercept, np.ndarray) and intercept.shape == (coef.shape[1],) \
+                and intercept.dtype == np.float64
+        if not ok:
+            self.fail(f"expansion intercept does not match coef of shape {coef.shape}.")
+        try:
+            return self.KernelExpansion(vectors, coef, kernel, intercept)
+        except (ValueError, TypeError) as exc:
+            self.fail(f"invalid expansion: {exc}")
+
+    def estimator(self, node):
+        if set(node) != _ESTIMATOR_KEYS:
+            self.fail("malformed estimator node.")
+        name = node["class"]
+        cls = _CLASSES.get(name) if isinstance(name, str) else None
+        if cls is None:
+            self.fail(f"unknown estimator class {str(name)[:80]!r}; only registered classes load.")
+        attrs = _declaration(cls)
+        raw_params, raw_state = node["params"], node["state"]
+        if not (isinstance(raw_params, dict) and raw_params.get("__type__") == "dict"
+                and isinstance(raw_params.get("items"), dict)) or not isinstance(raw_state, dict):
+            self.fail(f"malformed {cls.__name__} node.")
+        allowed = set(cls._get_param_names())
+        bad = sorted(set(raw_params["items"]) - allowed)
+        if bad:
+            self.fail(f"{cls.__name__} has no parameter(s) {bad[:5]}.")
+        bad = sorted(set(raw_state) - set(attrs))
+        if bad:
+            self.fail(f"{cls.__name__} does not declare fitted attribute(s) {bad[:5]}; refusing "
+                      "to set them (only declared state is restored).")
+        missing = sorted(k for k, s in attrs.items() if not s.optional and k not in raw_state)
+        if missing:
+            self.fail(f"{cls.__name__} is missing fitted attribute(s) {missing[:5]}; is this "
+                      "file really a fitted "
+                      f"{cls.__name__}?")
+        params = self.decode(raw_params)
+        binds = {}
+        state = {k: attrs[k].check(self.decode(v), _Ctx(f"{self.path}: {cls.__name__}.{k}", binds))
+                 for k, v in raw_state.items()}
+        try:
+            obj = cls(**params)
+        except Exception as exc:
+            self.fail(f"cannot construct {cls.__name__}: {exc}")
+        for k, v in state.items():
+            object.__setattr__(obj, k, v)
+        self.validate(obj, cls)
+        return obj
+
+    def validate(self, obj, cls):
+        """Cross-attribute checks: a loaded estimator must look like a fitted one."""
+        where = f"{cls.__name__}"
+        try:
+            self.check_is_fitted(obj)
+        except Exception as exc:
+            self.fail(f"the loaded {where} is not fitted: {exc}")
+        d = vars(obj)
+        exp = d.get("expansion_")
+        if exp is not None:
+            if "kernel_" in d and d["kernel_"] != exp.kernel:
+                self.fail(f"{where}.kernel_ differs from expansion_.kernel.")
+            if "n_features_in_" in d and d["n_features_in_"] != exp.n_features:
+                self.fail(f"{where}.n_features_in_ = {d['n_features_in_']} but expansion_ has "
+                          f"{exp.n_features} features.")
+            if "coef_" in d and not np.array_equal(d["coef_"].astype(exp.coef.dtype), exp.coef):
+                self.fail(f"{where}.coef_ differs from expansion_.coef.")
+            if "intercept_" in d and not np.array_equal(d["intercept_"], exp.intercept):
+                self.fail(f"{where}.intercept_ differs from expansion_.intercept.")
+            if "classes_" in d:
+                n = len(d["classes_"])
+                want = 1 if n == 2 else n
+                if n < 2 or exp.n_outputs != want:
+                    self.fail(f"{where} has {n} classes but expansion_ has {exp.n_outputs} "
+                              f"output(s) (expected {want}).")
+        if "classes_" in d and np.unique(d["classes_"]).size != len(d["classes_"]):
+            self.fail(f"{where}.classes_ has repeated labels.")
+        if _NAMES.get(cls) == "sklearn.pipeline.Pipeline":
+            self.validate_pipeline(obj)
+
+    def validate_pipeline(self, pipe):
+        steps = pipe.steps
+        if not isinstance(steps, list) or not steps:
+            self.fail("Pipeline.steps must be a non-empty list.")
+        n_out = None
+        for i, step in enumerate(steps):
+            if not (isinstance(step, tuple) and len(step) == 2 and isinstance(step[0], str)):
+                self.fail(f"Pipeline step {i} is not a (name, estimator) pair.")
+            est = step[1]
+            if est is None or est == "passthrough":
+                continue
+            if isinstance(est, str) or type(est) not in _NAMES:
+                self.fail(f"Pipeline step {step[0]!r} is not a registered estimator.")
+            n_in = getattr(est, "n_features_in_", None)
+            if n_out is not None and n_in is not None and n_in != n_out:
+                self.fail(f"Pipeline step {step[0]!r} expects {n_in} features but the previous "
+                          f"step produces {n_out}.")
+            n_out = _n_features_out(est)
+
+
+def _n_features_out(est):
+    if hasattr(est, "components_"):
+        return est.components_.shape[0]
+    if _NAMES.get(type(est), "").startswith("sklearn.preprocessing."):
+        return est.n_features_in_
+    return None
+
+
+def _projection_bytes(node, depth=0):
+    """Bytes a kernel spec's random projection(s) will allocate (``d * s`` float64 + signs)."""
+    total = 0
+    if isinstance(node, dict) and depth < 64:
+        d, s = node.get("d"), node.get("s")
+        if isinstance(d, int) and isinstance(s, int) and "signs" in node:
+            total += 9 * max(d, 1) * max(s, 1)
+        for v in node.values():
+            total += _projection_bytes(v, depth + 1)
+    return total
+
+
+def _open_regular(path):
+    """Open ``path`` for reading only if it is a regular file (never blocks on a FIFO)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"No such file: {path!r}.") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise FormatError(f"{path} is a directory, not a sparsekm file.")
+    if not stat.S_ISREG(st.st_mode):
+        raise FormatError(f"{path} is not a regular file (a FIFO, socket or device); "
+                          "sparsekm files are regular files.")
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        st = os.fstat(fd)  # the path may have been swapped between stat and open
+        if not stat.S_ISREG(st.st_mode):
+            raise FormatError(f"{path} is not a regular file.")
+        return os.fdopen(fd, "rb"), st.st_size
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def load(path, *, key=None):
     """Load an object written by :func:`save`.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    key : bytes or str, optional
+        The key the file was saved with: the file's HMAC-SHA256 tag is verified over
+        its whole content before anything is decoded, and a file without a tag or with
+        a wrong one is refused.
 
     Raises
     ------
     FileNotFoundError
         If ``path`` does not exist.
     FormatError
-        (a ``ValueError``) if the file is not a valid sparsekm file: not a ZIP
-        archive, truncated, wrong schema version, checksum mismatch, arrays that
-        do not match their declaration, or unknown object types.
+        (a ``ValueError``) if the file is not a valid sparsekm file: not a regular file
+        or not a ZIP archive, compressed or oversized members, truncated, wrong schema
+        version, checksum mismatch, arrays that do not match their declaration, shapes
+        over the allocation budget, unknown classes, undeclared or inconsistent fitted
+        attributes, or (with ``key``) a missing or wrong authentication tag.
     """
+    key = _check_key(key)
     path = os.fspath(path)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"No such file: {path!r}.")
+    fh, file_size = _open_regular(path)
+    with fh:
+        try:
+            zf = zipfile.ZipFile(fh, "r")
+        except Exception as exc:  # BadZipFile, EOFError, NotImplementedError (bad version), ...
+            raise FormatError(f"{path} is not a sparsekm file (not a valid archive: {exc}).") \
+                from None
+        # The cyclic garbage collector would rescan the growing tree many times while
+        # json.loads and the decoder build it (JSON trees hold no cycles): off meanwhile.
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        with zf:
+            try:
+                return _load_archive(zf, path, file_size, key)
+            except FormatError:
+                raise
+            except RecursionError:
+                raise FormatError(f"{path}: object tree nested too deeply.") from None
+            except Exception as exc:  # any other failure while rebuilding means bad content
+                raise FormatError(f"{path}: invalid content ({type(exc).__name__}: {exc}).") \
+                    from None
+            finally:
+                if gc_was_enabled:
+                    gc.enable()
+
+
+def _load_archive(zf, path, file_size, key):
+    archive = _Archive(zf, path, file_size)
+    if key is not None:
+        archive.verify(key)
+    raw = archive.read_small(_META, min(_MAX_META_BYTES, file_size))
     try:
-        zf = zipfile.ZipFile(path, "r")
-    except IsADirectoryError:
-        raise FormatError(f"{path} is a directory, not a sparsekm file.") from None
-    except Exception as exc:  # BadZipFile, EOFError, NotImplementedError (bad version), ...
-        raise FormatError(f"{path} is not a sparsekm file (not a valid archive: {exc}).") from None
-    with zf:
-        try:
-            info = zf.getinfo(_META)
-            if info.file_size > min(_MAX_META_BYTES, os.path.getsize(path)):
-                raise FormatError(f"{path}: metadata too large ({info.file_size} bytes).")
-            meta = json.loads(zf.read(info).decode("utf-8"))
-        except FormatError:
-            raise
-        except KeyError:
-            raise FormatError(f"{path} is not a sparsekm file (no {_META}).") from None
-        except Exception as exc:
-            raise FormatError(f"{path}: unreadable metadata ({exc}).") from None
-        if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
-            raise FormatError(f"{path} is not a sparsekm file (format tag missing).")
-        version = meta.get("schema_version")
-        if version != SCHEMA_VERSION:
-            raise FormatError(
-                f"{path} has schema version {version!r}; this sparsekm reads version "
-                f"{SCHEMA_VERSION}."
-            )
-        specs = meta.get("arrays")
-        if not isinstance(specs, dict) or not all(isinstance(v, dict) for v in specs.values()):
-            raise FormatError(f"{path}: malformed array table.")
-        try:
-            return _Decoder(zf, specs, path).decode(meta.get("object"))
-        except FormatError:
-            raise
-        except RecursionError:
-            raise FormatError(f"{path}: object tree nested too deeply.") from None
-        except Exception as exc:  # any other failure while rebuilding means bad content
-            raise FormatError(f"{path}: invalid content ({type(exc).__name__}: {exc}).") from None
+        meta = json.loads(raw.decode("utf-8"))
+    except RecursionError:
+        raise
+    except Exception as exc:
+        archive.fail(f"unreadable metadata ({exc}).")
+    if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
+        archive.fail("not a sparsekm file (format tag missing).")
+    version = meta.get("schema_version")
+    if version != SCHEMA_VERSION:
+        archive.fail(f"schema version {version!r}; this sparsekm reads version {SCHEMA_VERSION}.")
+    specs = archive.check_specs(meta.get("arrays"))
+    _import_registries()
+    return _Decoder(archive, specs).decode(meta.get("object"))

@@ -32,7 +32,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..kernels import Kernel, estimator_kernel, resolve_kernel
 from ..parallel import dask_rowwise
-from ..persistence import register
+from ..persistence import register, spec
 from ..utils.validation import check_array, check_scalar, validate_X
 
 __all__ = ["GreedyBasis", "greedy_basis", "pivoted_cholesky"]
@@ -324,6 +324,20 @@ class GreedyBasis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
     >>> bool(np.all(err <= np.sqrt(np.outer(gb.residuals_, gb.residuals_)) + 1e-12))
     True
     """
+
+    # Fitted state restored by sparsekm.load (see docs/persistence.md).
+    _persist_attrs = {
+        "kernel_": spec.kernel(),
+        "n_features_in_": spec.int(bind="n_features"),
+        "n_samples_seen_": spec.int(),
+        "basis_indices_": spec.array("iu", ("n_basis",)),
+        "basis_vectors_": spec.array("f", ("n_basis", "n_features")),
+        "cholesky_": spec.array("f", ("n_basis", "n_basis")),
+        "residuals_": spec.array("f", (None,)),
+        "mse_": spec.float(),
+        "n_basis_": spec.int(bind="n_basis"),
+        "n_kernel_evaluations_": spec.int(),
+    }
 
     def __init__(self, n_basis=100, tol=1e-3, kernel=None, init="random", pivoting="greedy",
                  random_state=None,

@@ -10,9 +10,21 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from ..parallel import dask_rowwise
+from ..persistence import spec
 from ..utils.validation import validate_X
 
-__all__ = ["BinaryExpansionClassifier", "resolve_n_basis", "binary_targets"]
+__all__ = ["BinaryExpansionClassifier", "resolve_n_basis", "binary_targets", "BINARY_PERSIST_ATTRS"]
+
+# Fitted state of a binary expansion classifier restored by sparsekm.load (docs/persistence.md).
+BINARY_PERSIST_ATTRS = {
+    "classes_": spec.array("biufU", (2,)),
+    "kernel_": spec.kernel(),
+    "coef_": spec.array("f", ("n_terms",)),
+    "intercept_": spec.float(),
+    "expansion_": spec.expansion(n_terms="n_terms", n_features="n_features", n_outputs=1),
+    "n_features_in_": spec.int(bind="n_features"),
+    "n_kernel_evaluations_": spec.dict(spec.int(), keys=("approximation", "training")),
+}
 
 
 def resolve_n_basis(n_basis, n_samples, owner):

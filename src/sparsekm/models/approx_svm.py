@@ -19,9 +19,14 @@ from sklearn.svm import SVC, LinearSVC
 
 from ..approx.greedy import GreedyBasis, _checked_kernel
 from ..expansion import KernelExpansion
-from ..persistence import register
+from ..persistence import register, spec
 from ..utils.validation import check_scalar, validate_X
-from ._base import BinaryExpansionClassifier, binary_targets, resolve_n_basis
+from ._base import (
+    BINARY_PERSIST_ATTRS,
+    BinaryExpansionClassifier,
+    binary_targets,
+    resolve_n_basis,
+)
 
 __all__ = ["ApproxSVC", "linear_svm_on_coordinates", "svc_precomputed"]
 
@@ -156,6 +161,11 @@ class ApproxSVC(BinaryExpansionClassifier):
     >>> clf.n_vectors_, bool(clf.score(X, y) > 0.9)
     (20, True)
     """
+
+    # Fitted state restored by sparsekm.load (see docs/persistence.md).
+    _persist_attrs = {**BINARY_PERSIST_ATTRS,
+                      "basis_": spec.estimator("sparsekm.approx.greedy.GreedyBasis", n_features="n_features"),
+                      "support_": spec.array("iu", (None,))}
 
     def __init__(self, C=1.0, n_basis=0.1, tol=1e-3, kernel=None, basis="greedy", solver="smo",
                  init="random", random_state=None,

@@ -162,6 +162,20 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     (2, 3)
     """
 
+    # Fitted state restored by sparsekm.load (see docs/persistence.md).
+    _persist_attrs = {
+        "n_features_in_": persistence.spec.int(bind="n_features"),
+        "eigenvalues_": persistence.spec.array("f", ("n_components",)),
+        "eigenvectors_": persistence.spec.array("f", ("n_samples", "n_components")),
+        "X_fit_": persistence.spec.array("f", ("n_samples", "n_features")),
+        "kernel_": persistence.spec.kernel(),
+        "K_fit_rows_": persistence.spec.array("f", ("n_samples",)),
+        "K_fit_all_": persistence.spec.float(),
+        "n_components_": persistence.spec.int(bind="n_components"),
+        "expansions_": persistence.spec.expansion(n_terms="n_samples", n_features="n_features",
+                                                  n_outputs="n_components"),
+    }
+
     def __init__(self, n_components=None, kernel=None, eigen_solver="auto", tol=0.0,
                  max_iter=None, random_state=None, center=True,
                  gamma="scale", degree=3, coef0=0.0):

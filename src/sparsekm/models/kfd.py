@@ -32,9 +32,14 @@ from scipy.linalg import cho_factor, cho_solve, eigh
 
 from ..approx.greedy import GreedyBasis, _checked_kernel
 from ..expansion import KernelExpansion
-from ..persistence import register
+from ..persistence import register, spec
 from ..utils.validation import check_scalar, validate_X
-from ._base import BinaryExpansionClassifier, binary_targets, resolve_n_basis
+from ._base import (
+    BINARY_PERSIST_ATTRS,
+    BinaryExpansionClassifier,
+    binary_targets,
+    resolve_n_basis,
+)
 from .approx_svm import _check_basis_not_empty
 
 __all__ = ["KernelFisherDiscriminant", "ApproxKFD", "fisher_scatter", "kfd_solve", "kfd_path"]
@@ -154,6 +159,9 @@ class KernelFisherDiscriminant(BinaryExpansionClassifier):
     ``e_+ - e_-``).
     """
 
+    # Fitted state restored by sparsekm.load (see docs/persistence.md).
+    _persist_attrs = BINARY_PERSIST_ATTRS
+
     def __init__(self, C=1e-3, kernel=None,
                  gamma="scale", degree=3, coef0=0.0):
         self.C = C
@@ -226,6 +234,10 @@ class ApproxKFD(BinaryExpansionClassifier):
         ``{"approximation": kernel values computed by Algorithm 1, "training": 0}``
         (eq. 7 needs no kernel values beyond ``Gamma``).
     """
+
+    # Fitted state restored by sparsekm.load (see docs/persistence.md).
+    _persist_attrs = {**BINARY_PERSIST_ATTRS,
+                      "basis_": spec.estimator("sparsekm.approx.greedy.GreedyBasis", n_features="n_features")}
 
     def __init__(self, n_basis=0.25, C=1e-3, tol=1e-3, kernel=None, init="random",
                  random_state=None,

@@ -23,7 +23,7 @@ from ..config import _single_threaded_blas
 from ..expansion import KernelExpansion
 from ..kernels import estimator_kernel
 from ..parallel import dask_rowwise
-from ..persistence import register
+from ..persistence import register, spec
 from ..utils.validation import check_scalar, validate_X
 
 __all__ = ["RandomizedKernelPCA"]
@@ -130,6 +130,21 @@ class RandomizedKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
     >>> kpca.transform(X[:2]).shape
     (2, 3)
     """
+
+    # Fitted state restored by sparsekm.load (see docs/persistence.md).
+    _persist_attrs = {
+        "n_features_in_": spec.int(bind="n_features"),
+        "gram_nbytes_": spec.int(),
+        "gram_density_": spec.float(),
+        "kernel_": spec.kernel(),
+        "eigenvalues_": spec.array("f", ("n_components",)),
+        "eigenvectors_": spec.array("f", ("n_samples", "n_components")),
+        "expansion_": spec.expansion(n_terms="n_samples", n_features="n_features",
+                                     n_outputs="n_components"),
+        "n_iter_": spec.int(),
+        "_n_features_out": spec.int(bind="n_components"),
+        "error_norm_estimate_": spec.float(optional=True),
+    }
 
     def __init__(self, n_components=2, *, kernel=None, sampling="none", s=10.0,
                  solver="orthogonal-iteration", max_iter=1000, tol=1e-7, n_oversamples=0,
@@ -290,11 +305,3 @@ class RandomizedKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
         tags = super().__sklearn_tags__()
         tags.transformer_tags.preserves_dtype = ["float64"]
         return tags
-
-    def _persist_state(self):
-        return {k: v for k, v in vars(self).items()
-                if (k.endswith("_") and not k.startswith("__")) or k == "_n_features_out"}
-
-    def _restore_state(self, state):
-        for k, v in state.items():
-            setattr(self, k, v)

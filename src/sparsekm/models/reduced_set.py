@@ -188,6 +188,25 @@ class ReducedSetClassifier(ClassifierMixin, _ReducedSetBase):
     True
     """
 
+    # Fitted state restored by sparsekm.load (see docs/persistence.md).
+    _persist_attrs = {
+        "n_features_in_": persistence.spec.int(bind="n_features"),
+        "classes_": persistence.spec.array("biufU", ("n_classes",)),
+        "n_support_vectors_": persistence.spec.int(),
+        "expansion_": persistence.spec.expansion(n_features="n_features", n_outputs="n_outputs"),
+        "n_vectors_": persistence.spec.int(),
+        "objective_": persistence.spec.one_of(
+            persistence.spec.float(), persistence.spec.array("f", ("n_outputs",))),
+        "n_iter_": persistence.spec.int(min=1),
+        "relative_objective_": persistence.spec.one_of(
+            persistence.spec.float(), persistence.spec.array("f", ("n_outputs",))),
+        # the original model's multi-class scheme (absent in files written before it)
+        "scheme_": persistence.spec.str(optional=True),
+        "decision_function_shape_": persistence.spec.str(optional=True),
+        "break_ties_": persistence.spec.bool(optional=True),
+        "vote_": persistence.spec.str(optional=True),
+    }
+
     def __init__(self, estimator=None, n_vectors=25, method="construct", shared="auto",
                  refit_intercept=True, c="inverse", lam=None, n_init=5, max_iter=200,
                  refine_max_iter=300, n_sweeps=0, step="one-term", random_state=None, n_jobs=None):
@@ -380,6 +399,17 @@ class ReducedSetRegressor(RegressorMixin, _ReducedSetBase):
     >>> reg.n_vectors_
     8
     """
+
+    # Fitted state restored by sparsekm.load (see docs/persistence.md).
+    _persist_attrs = {
+        "n_features_in_": persistence.spec.int(bind="n_features"),
+        "n_support_vectors_": persistence.spec.int(),
+        "expansion_": persistence.spec.expansion(n_features="n_features", n_outputs=1),
+        "n_vectors_": persistence.spec.int(),
+        "objective_": persistence.spec.float(),
+        "n_iter_": persistence.spec.int(min=1),
+        "relative_objective_": persistence.spec.float(),
+    }
 
     def __init__(self, estimator=None, n_vectors=25, method="construct", refit_intercept=True,
                  c="inverse", lam=None, n_init=5, max_iter=200, refine_max_iter=300,

@@ -35,7 +35,7 @@ from .. import direct
 from ..expansion import KernelExpansion
 from ..kernels import estimator_kernel
 from ..parallel import dask_rowwise, parallel_map
-from ..persistence import register
+from ..persistence import register, spec
 from ..utils.progress import progress
 from ..utils.validation import check_array, check_scalar, validate_X
 
@@ -80,6 +80,15 @@ def _solve_fixed(X, y, Z, kernel, C, features="whitened"):
 
 class _DirectSparseBase(ClassifierMixin, BaseEstimator):
     """Shared validation, one-vs-rest and prediction for the direct sparse classifiers."""
+
+    # Fitted state restored by sparsekm.load (see docs/persistence.md).
+    _persist_attrs = {
+        "n_features_in_": spec.int(bind="n_features"),
+        "expansion_": spec.expansion(n_features="n_features", n_outputs="n_outputs"),
+        "classes_": spec.array("biufU", ("n_classes",)),
+        "objective_": spec.array("f", ("n_outputs",)),
+        "duality_gap_": spec.array("f", ("n_outputs",)),
+    }
 
     # -- validation ----------------------------------------------------------------
     def _validate_common(self, X, y):
@@ -304,6 +313,10 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
     learning algorithms. JMLR 7:603-624, 2006.
     """
 
+    _persist_attrs = {**_DirectSparseBase._persist_attrs,
+                      "W_history_": spec.list(spec.array("f", (None,)), length="n_outputs"),
+                      "n_iter_": spec.array("iu", ("n_outputs",))}
+
     def __init__(self, n_vectors=10, C=1.0, kernel=None, init="random", max_iter=100, tol=1e-6,
                  random_state=None, verbose=False, n_jobs=None,
                  gamma="scale", degree=3, coef0=0.0):
@@ -398,6 +411,9 @@ class SparseKFD(_DirectSparseBase):
     W_history_, n_iter_, fisher_coef_ (the KFD ``beta`` of eq. 60-61, per problem),
     n_features_in_
     """
+
+    _persist_attrs = {**SparseLargeMarginClassifier._persist_attrs,
+                      "fisher_coef_": spec.list(spec.array("f", (None,)), length="n_outputs")}
 
     def __init__(self, n_vectors=10, C=1.0, mu=1e-3, kernel=None, init="kmeans", max_iter=100,
                  tol=1e-6, random_state=None, verbose=False, n_jobs=None,

@@ -1,0 +1,678 @@
+"""Fuzz campaign against ``sparsekm.load`` (issue 13): mutations plus every crafted attack.
+
+Seed files (fitted models, a Pipeline, an expansion, nested data; unsigned and signed)
+are mutated at random — flipped, inserted and truncated bytes, and structured edits of
+``meta.json``: injected state and parameters (``predict``, ``__dict__``, ...), class
+swaps, declared shapes (zeros and huge dimensions), dtypes, dropped attributes, edited
+intercepts with recomputed digests, compressed members. Every crafted case of the issue
+is run too: bzip2 / LZMA / deflate bombs in ``meta.json``, zero-byte arrays with huge
+shapes, attribute and parameter injection, class swap, recomputed digests with an
+edited intercept, a huge projection kernel, deep nesting, a symlink planted at the
+old temporary name, a FIFO, a directory target.
+
+Each load runs in a long-lived worker subprocess (restarted after a crash or a hang)
+under ``tracemalloc``, with a per-load timeout. Counted: crashes (anything but a
+``FormatError`` or a worker death), hangs (timeouts), loads whose traced peak exceeds
+the bound ``ALLOCATION_FACTOR * file size + ALLOCATION_SLACK``, loaded objects carrying
+undeclared attributes ("injected attributes restored") and, for signed files loaded
+with their key, accepted files whose content differs from the original ("modified
+files accepted").
+
+Writes ``benchmarks/results/fuzz_load.json``. Run niced:
+``OMP_NUM_THREADS=1 nice -n 10 python benchmarks/bench_fuzz_load.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import hashlib
+import io
+import json
+import os
+import select
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+KEY = b"benchmark key: 32 bytes of secret"
+
+
+# -- the worker: loads files on request, reports outcome, peak memory and time ------
+def _walk(obj, out):
+    """Every registered estimator inside ``obj`` (pipelines, dicts, lists, tuples)."""
+    from sparsekm import persistence
+
+    if type(obj) in persistence._NAMES:
+        out.append(obj)
+        params = obj.get_params(deep=False)
+        for v in params.values():
+            _walk(v, out)
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            _walk(v, out)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            _walk(v, out)
+    return out
+
+
+def undeclared_attributes(obj):
+    """Names set on loaded estimators that are neither parameters nor declared state."""
+    from sparsekm import persistence
+
+    bad = []
+    for est in _walk(obj, []):
+        cls = type(est)
+        allowed = set(cls._get_param_names()) | set(persistence._declaration(cls))
+        for k in vars(est):
+            if k not in allowed or k.startswith("__") or callable(getattr(cls, k, None)):
+                bad.append(f"{cls.__name__}.{k}")
+    return bad
+
+
+def content(obj):
+    """The stored content of ``obj`` (JSON tree and array bytes), for equality checks."""
+    from sparsekm.persistence import _Encoder
+
+    enc = _Encoder()
+    tree = enc.encode(obj)
+    return json.dumps(tree, sort_keys=True), {
+        k: (a.dtype.str, a.shape, hashlib.sha256(a.tobytes()).hexdigest())
+        for k, a in enc.arrays.items()}
+
+
+def worker():
+    import tracemalloc
+
+    from sparsekm import FormatError, load
+    from sparsekm.persistence import _import_registries
+
+    _import_registries()
+    originals = {}
+    for line in sys.stdin:
+        req = json.loads(line)
+        key = bytes.fromhex(req["key"]) if req.get("key") else None
+        out = {"id": req["id"]}
+        tracemalloc.start()
+        t0 = time.perf_counter()
+        try:
+            obj = load(req["path"], key=key)
+            out["outcome"] = "loaded"
+        except FormatError as exc:
+            obj, out["outcome"], out["error"] = None, "format_error", str(exc)[-300:]
+        except BaseException as exc:  # noqa: BLE001 - anything else is a crash we count
+            obj, out["outcome"] = None, "crash"
+            out["error"] = f"{type(exc).__name__}: {exc}"[:300]
+        out["seconds"] = time.perf_counter() - t0
+        out["peak_bytes"] = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        if obj is not None:
+            out["undeclared"] = undeclared_attributes(obj)
+            if req.get("original"):
+                orig = req["original"]
+                if orig not in originals:
+                    originals[orig] = content(load(orig))
+                out["same_content"] = content(obj) == originals[orig]
+        sys.stdout.write(json.dumps(out) + "\n")
+        sys.stdout.flush()
+
+
+class Runner:
+    """Sends load requests to a worker process; restarts it after a crash or a hang."""
+
+    def __init__(self, timeout):
+        self.timeout, self.proc, self.n = timeout, None, 0
+        self.restarts = 0
+
+    def start(self):
+        env = dict(os.environ, OMP_NUM_THREADS="1")
+        self.proc = subprocess.Popen([sys.executable, __file__, "--worker"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, env=env, bufsize=1)
+
+    def load(self, path, key=None, original=None, timeout=None):
+        if self.proc is None or self.proc.poll() is not None:
+            self.start()
+        self.n += 1
+        req = {"id": self.n, "path": str(path), "key": key.hex() if key else None,
+               "original": str(original) if original else None}
+        self.proc.stdin.write(json.dumps(req) + "\n")
+        self.proc.stdin.flush()
+        # first request after a (re)start also pays the imports
+        ready, _, _ = select.select([self.proc.stdout], [], [], (timeout or self.timeout) + 60 *
+                                    (self.n == 1 or self.proc is None))
+        if not ready:
+            self.kill()
+            return {"outcome": "hang"}
+        line = self.proc.stdout.readline()
+        if not line:
+            self.kill()
+            return {"outcome": "crash", "error": "worker died"}
+        return json.loads(line)
+
+    def kill(self):
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+            self.restarts += 1
+            self.n = 0
+
+
+# -- seed files -----------------------------------------------------------------------
+def make_seeds(d, rng):
+    from sklearn.datasets import make_classification, make_moons
+    from sklearn.decomposition import PCA
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import MinMaxScaler, StandardScaler
+
+    from sparsekm import KernelExpansion, save
+    from sparsekm.approx import GreedyBasis
+    from sparsekm.kernels import RBF
+    from sparsekm.models import KernelFisherDiscriminant, KernelPCA, SparseLargeMarginClassifier
+
+    X, y = make_moons(40, noise=0.2, random_state=0)
+    Xm, ym = make_classification(45, n_features=4, n_informative=3, n_redundant=0, n_classes=3,
+                                 random_state=0)
+    slmc = SparseLargeMarginClassifier(n_vectors=3, kernel=RBF(0.5))
+    # fitted state set directly (a real SLMC fit takes seconds; the format is what is fuzzed)
+    slmc.n_features_in_, slmc.classes_ = 4, np.arange(3)
+    slmc.expansion_ = KernelExpansion(rng.normal(size=(9, 4)), rng.normal(size=(9, 3)), RBF(0.5),
+                                      rng.normal(size=3))
+    slmc.objective_, slmc.duality_gap_ = rng.normal(size=3), np.abs(rng.normal(size=3))
+    slmc.W_history_, slmc.n_iter_ = [rng.normal(size=4) for _ in range(3)], np.full(3, 4)
+    seeds = {
+        "kfd": KernelFisherDiscriminant(kernel=RBF(1.0)).fit(X, y),
+        "slmc_multiclass": slmc,
+        "kernel_pca": KernelPCA(n_components=3, kernel=RBF(1.0)).fit(X),
+        "greedy_basis": GreedyBasis(n_basis=6, kernel=RBF(1.0), random_state=0).fit(X),
+        "pipeline": make_pipeline(StandardScaler(), PCA(3, random_state=0), MinMaxScaler(),
+                                  KernelFisherDiscriminant(kernel=RBF(0.5))).fit(Xm, ym == 1),
+        "expansion_and_data": {"psi": KernelExpansion(rng.normal(size=(7, 3)), rng.normal(size=7),
+                                                      RBF(0.3), 0.25),
+                               "meta": ("x", 1, 2.5, None, True), "labels": np.array(["a", "b"])},
+    }
+    paths = {}
+    for name, obj in seeds.items():
+        save(obj, d / f"{name}.skm")
+        save(obj, d / f"{name}.signed.skm", key=KEY)
+        paths[name] = (d / f"{name}.skm", d / f"{name}.signed.skm")
+    return paths
+
+
+# -- mutations ------------------------------------------------------------------------
+def read_members(path):
+    with zipfile.ZipFile(path) as zf:
+        return [(i.filename, zf.read(i)) for i in zf.infolist()]
+
+
+def write_members(path, members, compress=None):
+    compress = compress or {}
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, data in members:
+            zf.writestr(name, data, compress_type=compress.get(name, zipfile.ZIP_STORED))
+
+
+def recompute_digests(meta, members):
+    data = dict(members)
+    for name, spec in meta.get("arrays", {}).items():
+        raw = data.get(f"arrays/{name}.npy")
+        if raw is None:
+            continue
+        f = io.BytesIO(raw)
+        try:
+            np.lib.format.read_magic(f)
+            np.lib.format.read_array_header_1_0(f)
+        except Exception:  # noqa: BLE001 - a mutated header: leave the digest
+            continue
+        spec["sha256"] = hashlib.sha256(raw[f.tell():]).hexdigest()
+
+
+NAMES = ["predict", "__dict__", "__class__", "fit", "transform", "decision_function",
+         "_persist_attrs", "__init__", "__reduce__", "classes_", "expansion_", "coef_",
+         "intercept_", "kernel_", "n_features_in_", "evil_", "steps", "components_"]
+CLASSES = ["sparsekm.models.slmc.RSVM", "sparsekm.models.slmc.SparseKFD",
+           "sparsekm.models.slmc.SparseLargeMarginClassifier",
+           "sparsekm.models.kfd.KernelFisherDiscriminant", "sparsekm.models.kfd.ApproxKFD",
+           "sparsekm.models.approx_svm.ApproxSVC", "sparsekm.models.kernel_pca.KernelPCA",
+           "sparsekm.models.reduced_set.ReducedSetClassifier", "sklearn.pipeline.Pipeline",
+           "sklearn.decomposition.PCA", "sklearn.preprocessing.StandardScaler",
+           "sparsekm.approx.greedy.GreedyBasis", "os.system", "builtins.eval", "subprocess.Popen"]
+VALUES = [None, 0, -1, 2**62, 2**70, 1e308, float("nan"), "x", [], {}, [1, 2],
+          {"__type__": "kernel", "spec": {"name": "Linear", "params": {}}},
+          {"__type__": "ndarray", "ref": "a0"}, {"__type__": "ndarray", "ref": "a2"},
+          {"__type__": "dict", "items": {"__call__": 1}}, {"__type__": "tuple", "items": [1]},
+          {"__type__": "estimator", "class": "sklearn.decomposition.PCA",
+           "params": {"__type__": "dict", "items": {}}, "state": {}}]
+DIMS = [0, 1, 2, 3, 5, 40, 2**27, 2**31, 2**40, 2**62, -1]
+
+
+def estimator_nodes(node, out):
+    if isinstance(node, dict):
+        if node.get("__type__") == "estimator":
+            out.append(node)
+        for v in node.values():
+            estimator_nodes(v, out)
+    elif isinstance(node, list):
+        for v in node:
+            estimator_nodes(v, out)
+    return out
+
+
+def float_leaves(node, out, parent=None, key=None):
+    if isinstance(node, float) and parent is not None:
+        out.append((parent, key))
+    elif isinstance(node, dict):
+        for k, v in node.items():
+            float_leaves(v, out, node, k)
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            float_leaves(v, out, node, i)
+    return out
+
+
+def meta_mutation(members, rng):
+    """A structured edit of meta.json; returns (kind, members, compress)."""
+    members = list(members)
+    meta = json.loads(members[0][1])
+    est = estimator_nodes(meta["object"], [])
+    kind = rng.choice(["inject", "param", "class", "shape", "dtype", "drop", "value",
+                       "intercept_recomputed", "compress", "ref", "unknown_member"])
+
+    def pick(seq):
+        return seq[int(rng.integers(len(seq)))]
+    compress = {}
+    recompute = bool(rng.random() < 0.7)
+    if kind in ("inject", "param", "class", "drop") and not est:
+        kind = "shape"
+    if kind == "inject":
+        pick(est)["state"][pick(NAMES)] = pick(VALUES)
+    elif kind == "param":
+        pick(est)["params"]["items"][pick(NAMES + ["C", "kernel", "n_components"])] = pick(VALUES)
+    elif kind == "class":
+        pick(est)["class"] = pick(CLASSES)
+    elif kind == "drop":
+        state = pick(est)["state"]
+        if state:
+            state.pop(pick(sorted(state)))
+    elif kind == "shape" and meta["arrays"]:
+        spec = meta["arrays"][pick(sorted(meta["arrays"]))]
+        shape = list(spec["shape"])
+        op = rng.integers(3)
+        if op == 0 and shape:
+            shape[int(rng.integers(len(shape)))] = pick(DIMS)
+        elif op == 1:
+            shape = [pick(DIMS) for _ in range(int(rng.integers(0, 4)))]
+        else:
+            shape = [0] + [pick(DIMS) for _ in range(int(rng.integers(1, 3)))]
+        spec["shape"] = shape
+    elif kind == "dtype" and meta["arrays"]:
+        meta["arrays"][pick(sorted(meta["arrays"]))]["dtype"] = pick(
+            ["|O", "<f4", ">f8", "<i8", "|b1", "<U3", "|V8", "<c16", "<M8[s]", "[('a','<f8')]", 1])
+    elif kind in ("value", "intercept_recomputed"):
+        leaves = float_leaves(meta["object"], [])
+        if leaves:
+            parent, k = pick(leaves)
+            parent[k] = float(rng.normal() * 10)
+    elif kind == "compress":
+        compress[pick([n for n, _ in members])] = int(pick([zipfile.ZIP_DEFLATED,
+                                                            zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA]))
+    elif kind == "ref":
+        arrays = [n for n in estimator_nodes_refs(meta["object"], [])]
+        if arrays:
+            pick(arrays)["ref"] = pick(sorted(meta["arrays"]) + ["a999", "../x", 3])
+    elif kind == "unknown_member":
+        members.append((pick(["evil.py", "arrays/a99.npy", "arrays/../../x", "meta.json"]), b"1"))
+    if recompute:
+        recompute_digests(meta, members)
+    members[0] = ("meta.json", json.dumps(meta).encode())
+    return str(kind), members, compress
+
+
+def estimator_nodes_refs(node, out):
+    if isinstance(node, dict):
+        if node.get("__type__") == "ndarray":
+            out.append(node)
+        for v in node.values():
+            estimator_nodes_refs(v, out)
+    elif isinstance(node, list):
+        for v in node:
+            estimator_nodes_refs(v, out)
+    return out
+
+
+def byte_mutation(data, rng):
+    data = bytearray(data)
+    kind = rng.choice(["flip", "truncate", "insert", "overwrite_header"])
+    if kind == "flip":
+        for _ in range(int(rng.integers(1, 9))):
+            data[int(rng.integers(len(data)))] ^= int(rng.integers(1, 256))
+    elif kind == "truncate":
+        data = data[: int(rng.integers(len(data)))]
+    elif kind == "insert":
+        i = int(rng.integers(len(data) + 1))
+        data[i:i] = rng.bytes(int(rng.integers(1, 65)))
+    else:  # rewrite the method or a size field of a local or central ZIP header
+        local = bool(rng.random() < 0.5)
+        sig = b"PK\x03\x04" if local else b"PK\x01\x02"
+        hits, i = [], data.find(sig)
+        while i >= 0:
+            hits.append(i)
+            i = data.find(sig, i + 1)
+        if hits:
+            i = hits[int(rng.integers(len(hits)))]
+            method_off, size_offs = (8, (18, 22)) if local else (10, (20, 24))
+            if rng.random() < 0.5:
+                data[i + method_off:i + method_off + 2] = bytes([int(rng.choice([8, 12, 14])), 0])
+            else:
+                off = size_offs[int(rng.integers(2))]
+                data[i + off:i + off + 4] = rng.bytes(4)
+    return str(kind), bytes(data)
+
+
+# -- crafted cases ----------------------------------------------------------------------
+def bomb(path, method, size):
+    """meta.json of ``size`` bytes (valid JSON, mostly spaces) compressed with ``method``."""
+    with zipfile.ZipFile(path, "w", compression=method) as zf:
+        with zf.open("meta.json", "w", force_zip64=True) as fh:
+            fh.write(b'{"format": "sparsekm", "schema_version": 1, "arrays": {}, "object": 1')
+            chunk = b" " * 2**22
+            for _ in range(size // len(chunk)):
+                fh.write(chunk)
+            fh.write(b"}")
+
+
+def zero_size_file(path, coef_shape, vec_shape, intercept=0.5):
+    members, arrays = [], {}
+    for name, shape in (("a0", vec_shape), ("a1", coef_shape)):
+        buf = io.BytesIO()
+        np.lib.format.write_array_header_1_0(buf, {"descr": "<f8", "fortran_order": False,
+                                                   "shape": tuple(shape)})
+        members.append((f"arrays/{name}.npy", buf.getvalue()))
+        arrays[name] = {"dtype": "<f8", "shape": list(shape), "sha256": hashlib.sha256(b"").hexdigest()}
+    meta = {"format": "sparsekm", "schema_version": 1, "arrays": arrays,
+            "object": {"__type__": "expansion", "vectors": {"__type__": "ndarray", "ref": "a0"},
+                       "coef": {"__type__": "ndarray", "ref": "a1"},
+                       "kernel": {"__type__": "kernel", "spec": {"name": "RBF",
+                                                                 "params": {"gamma": 1.0}}},
+                       "intercept": intercept}}
+    write_members(path, [("meta.json", json.dumps(meta).encode())] + members)
+
+
+def edit_meta(src, dst, fn, recompute=True):
+    members = read_members(src)
+    meta = json.loads(members[0][1])
+    fn(meta, members)
+    if recompute:
+        recompute_digests(meta, members)
+    members[0] = ("meta.json", json.dumps(meta).encode())
+    write_members(dst, members)
+
+
+def crafted_cases(d, seeds, bomb_mb):
+    """(name, path, key, expected) for every crafted attack of the issue."""
+    kfd, kfd_signed = seeds["kfd"]
+    slmc = seeds["slmc_multiclass"][0]
+    cases = []
+    for method, label in ((zipfile.ZIP_BZIP2, "bzip2"), (zipfile.ZIP_LZMA, "lzma"),
+                          (zipfile.ZIP_DEFLATED, "deflate")):
+        p = d / f"bomb_{label}.skm"
+        bomb(p, method, bomb_mb * 2**20)
+        cases.append((f"{label} bomb in meta.json ({bomb_mb} MB of JSON)", p, None, "refused"))
+    for shape_c, shape_v in (((0, 2**27), (0, 3)), ((0, 2), (0, 2**40)), ((0, 2**62), (0, 2**62)),
+                             ((0, 3, 2**40), (0, 3))):
+        p = d / f"zero_{len(cases)}.skm"
+        zero_size_file(p, shape_c, shape_v)
+        cases.append((f"zero-byte arrays, coef {shape_c}, vectors {shape_v}", p, None, "refused"))
+    linear = {"__type__": "kernel", "spec": {"name": "Linear", "params": {}}}
+    for name in ("predict", "__dict__", "__class__", "decision_function", "fit", "_persist_attrs",
+                 "__reduce__", "evil_"):
+        p = d / f"inject_{name}.skm"
+        edit_meta(kfd, p, lambda m, _, n=name: m["object"]["state"].update({n: linear}))
+        cases.append((f"attribute injection: state[{name!r}] = Linear kernel", p, None, "refused"))
+    p = d / "inject_param.skm"
+    edit_meta(kfd, p, lambda m, _: m["object"]["params"]["items"].update(predict=linear))
+    cases.append(("parameter injection: params['predict']", p, None, "refused"))
+    for target in ("sparsekm.models.approx_svm.ApproxSVC", "sparsekm.models.kfd.ApproxKFD"):
+        p = d / f"swap_{target.rsplit('.', 1)[1]}.skm"
+
+        def swap(m, _, t=target):
+            m["object"]["class"] = t
+            m["object"]["params"]["items"] = {"C": 1.0}
+        edit_meta(kfd, p, swap)
+        cases.append((f"class swap: KernelFisherDiscriminant file as {target.rsplit('.', 1)[1]}",
+                      p, None, "refused"))
+    p = d / "swap_slmc_rsvm.skm"
+    edit_meta(slmc, p, lambda m, _: m["object"].update(
+        {"class": "sparsekm.models.slmc.RSVM"}))
+    cases.append(("class swap: SparseLargeMarginClassifier file as RSVM", p, None, "refused"))
+
+    def edit_intercept(m, _):
+        m["object"]["state"]["intercept_"] += 1.0
+        m["object"]["state"]["expansion_"]["intercept"] += 1.0
+    p = d / "intercept_unsigned.skm"
+    edit_meta(kfd, p, edit_intercept)
+    cases.append(("edited intercept, digests recomputed, no key (documented: not detectable)",
+                  p, None, "accepted"))
+    p = d / "intercept_signed.skm"
+    edit_meta(kfd_signed, p, edit_intercept)
+    cases.append(("edited intercept, digests recomputed, loaded with key", p, KEY, "refused"))
+    p = d / "intercept_only.skm"
+    edit_meta(kfd, p, lambda m, _: m["object"]["state"].update(intercept_=99.0))
+    cases.append(("edited intercept_ only (inconsistent with expansion_)", p, None, "refused"))
+
+    def flip_array(m, members):
+        for i, (n, raw) in enumerate(members):
+            if n.startswith("arrays/"):
+                b = bytearray(raw)
+                b[-1] ^= 1
+                members[i] = (n, bytes(b))
+                break
+    p = d / "array_signed.skm"
+    edit_meta(kfd_signed, p, flip_array)
+    cases.append(("flipped array byte, digest recomputed, loaded with key", p, KEY, "refused"))
+    p = d / "unsigned_with_key.skm"
+    edit_meta(kfd_signed, p, lambda m, members: members.pop())  # drop signature.json
+    cases.append(("signature removed, loaded with key", p, KEY, "refused"))
+    cases.append(("signed file, wrong key", kfd_signed, b"wrong key", "refused"))
+    cases.append(("signed file, right key", kfd_signed, KEY, "accepted"))
+
+    p = d / "projection.skm"
+    spec = {"name": "ProjectedKernel", "params": {
+        "kernel": {"name": "RBF", "params": {"gamma": 1.0}},
+        "projection": {"d": 2**20, "s": 2**12, "eps": None, "beta": 1.0, "n_points": None,
+                       "signs": "AA=="}}}
+    write_members(p, [("meta.json", json.dumps({"format": "sparsekm", "schema_version": 1,
+                                                "arrays": {}, "object": {"__type__": "kernel",
+                                                                         "spec": spec}}).encode())])
+    cases.append(("ProjectedKernel declaring a 2**20 x 2**12 projection", p, None, "refused"))
+    p = d / "deep.skm"
+    write_members(p, [("meta.json", ('{"format": "sparsekm", "schema_version": 1, "arrays": {}, '
+                                     '"object": ' + "[" * 100_000 + "]" * 100_000 + "}").encode())])
+    cases.append(("JSON nested 100,000 deep", p, None, "refused"))
+    p = d / "compressed_array.skm"
+    members = read_members(kfd)
+    write_members(p, members, compress={members[1][0]: zipfile.ZIP_LZMA})
+    cases.append(("LZMA-compressed array member", p, None, "refused"))
+    fifo = d / "fifo.skm"
+    os.mkfifo(fifo)
+    cases.append(("FIFO", fifo, None, "refused"))
+    cases.append(("directory", d, None, "refused"))
+    return cases
+
+
+def save_cases(d, seeds):
+    """The write-side attacks: symlink at the old temp name, directory target, failure."""
+    from sparsekm import load, save
+
+    obj = load(seeds["kfd"][0])
+    out = {}
+    victim = d / "victim.txt"
+    victim.write_text("precious")
+    target = d / "target.skm"
+    os.symlink(victim, str(target) + ".tmp")
+    save(obj, target)
+    out["symlink at <path>.tmp: victim unchanged"] = victim.read_text() == "precious"
+    link = d / "link.skm"
+    os.symlink(victim, link)
+    save(obj, link)
+    out["path itself a symlink: replaced, victim unchanged"] = (
+        victim.read_text() == "precious" and not os.path.islink(link))
+    sub = d / "dirtarget"
+    sub.mkdir()
+    try:
+        save(obj, sub)
+        out["directory target: clear error, nothing left"] = False
+    except IsADirectoryError:
+        out["directory target: clear error, nothing left"] = not os.listdir(sub) and not [
+            n for n in os.listdir(d) if n.endswith(".tmp") and n != "target.skm.tmp"]
+    before = target.read_bytes()
+    try:
+        save({"bad": object()}, target)
+    except TypeError:
+        pass
+    out["failed save: previous file intact"] = target.read_bytes() == before
+    return out
+
+
+# -- the campaign ---------------------------------------------------------------------
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--n-mutations", type=int, default=10_000, help="unsigned mutants")
+    ap.add_argument("--n-signed", type=int, default=3_000, help="signed mutants, loaded with key")
+    ap.add_argument("--timeout", type=float, default=10.0, help="seconds per load")
+    ap.add_argument("--bomb-mb", type=int, default=256, help="uncompressed size of the bombs")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "fuzz_load.json"))
+    args = ap.parse_args(argv)
+    if args.worker:
+        return worker()
+    import warnings
+
+    warnings.filterwarnings("ignore", message="Duplicate name")  # crafted on purpose
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _benchutil import machine
+
+    import sparsekm
+    from sparsekm.persistence import ALLOCATION_FACTOR, ALLOCATION_SLACK
+
+    rng = np.random.default_rng(args.seed)
+    d = Path(tempfile.mkdtemp(prefix="skm-fuzz-"))
+    seeds = make_seeds(d, rng)
+    seed_members = {k: (read_members(v[0]), read_members(v[1])) for k, v in seeds.items()}
+    runner = Runner(args.timeout)
+    counts = collections.defaultdict(collections.Counter)
+    worst = {"peak_over_file_size": 0.0, "seconds": 0.0}
+    examples = collections.defaultdict(list)
+    t_start = time.perf_counter()
+
+    def record(group, kind, res, path, signed):
+        c = counts[f"{group}:{kind}"]
+        c["n"] += 1
+        c[res["outcome"]] += 1
+        if res["outcome"] in ("crash", "hang") and len(examples["crash_or_hang"]) < 10:
+            examples["crash_or_hang"].append({"kind": kind, **res})
+        size = max(os.path.getsize(path), 1) if os.path.isfile(path) else 1
+        peak = res.get("peak_bytes", 0)
+        if peak > ALLOCATION_FACTOR * size + ALLOCATION_SLACK:
+            c["over_bound"] += 1
+            examples["over_bound"].append({"kind": kind, "peak": peak, "size": size})
+        worst["peak_over_file_size"] = max(worst["peak_over_file_size"], peak / size)
+        worst["seconds"] = max(worst["seconds"], res.get("seconds", 0.0))
+        if res.get("undeclared"):
+            c["injected_restored"] += 1
+            examples["injected_restored"].append({"kind": kind, "attrs": res["undeclared"]})
+        if signed and res["outcome"] == "loaded" and not res.get("same_content", True):
+            c["modified_accepted"] += 1
+            examples["modified_accepted"].append({"kind": kind})
+        if res["outcome"] == "loaded" and signed and res.get("same_content"):
+            c["accepted_same_content"] += 1
+
+    names = sorted(seeds)
+    mpath = d / "mutant.skm"
+    for i in range(args.n_mutations + args.n_signed):
+        signed = i >= args.n_mutations
+        seed = names[int(rng.integers(len(names)))]
+        src = seeds[seed][int(signed)]
+        if rng.random() < 0.5:
+            kind, members, compress = meta_mutation(seed_members[seed][int(signed)], rng)
+            write_members(mpath, members, compress)
+            group = "meta"
+        else:
+            kind, data = byte_mutation(src.read_bytes(), rng)
+            mpath.write_bytes(data)
+            group = "bytes"
+        res = runner.load(mpath, key=KEY if signed else None, original=src if signed else None)
+        record(("signed-" if signed else "") + group, kind, res, mpath, signed)
+        if (i + 1) % 1000 == 0:
+            print(f"{i + 1} mutants, {time.perf_counter() - t_start:.0f} s", flush=True)
+
+    crafted = []
+    for name, path, key, expected in crafted_cases(d, seeds, args.bomb_mb):
+        res = runner.load(path, key=key, original=seeds["kfd"][0] if key == KEY else None)
+        record("crafted", name, res, path, key is not None)
+        outcome = "accepted" if res["outcome"] == "loaded" else (
+            "refused" if res["outcome"] == "format_error" else res["outcome"])
+        crafted.append({"case": name, "file_bytes": os.path.getsize(path) if os.path.isfile(path)
+                        else None, "expected": expected, "outcome": outcome,
+                        "as_expected": outcome == expected, "error": res.get("error"),
+                        "peak_bytes": res.get("peak_bytes"), "seconds": res.get("seconds")})
+        print(f"{outcome:9s} {name}: {str(res.get('error', ''))[-110:]}", flush=True)
+    runner.kill()
+    writes = save_cases(d, seeds)
+
+    total = collections.Counter()
+    for c in counts.values():
+        total.update(c)
+    mutants = args.n_mutations + args.n_signed
+    result = {
+        "benchmark": "fuzz campaign against sparsekm.load (issue 13)",
+        "command": "OMP_NUM_THREADS=1 nice -n 10 python benchmarks/bench_fuzz_load.py",
+        "sparsekm_version": sparsekm.__version__,
+        "machine": machine(),
+        "seeds": {k: os.path.getsize(v[0]) for k, v in seeds.items()},
+        "n_mutations_unsigned": args.n_mutations,
+        "n_mutations_signed_loaded_with_key": args.n_signed,
+        "n_crafted_cases": len(crafted),
+        "per_load_timeout_s": args.timeout,
+        "memory_bound": f"tracemalloc peak <= {ALLOCATION_FACTOR} * file size + "
+                        f"{ALLOCATION_SLACK} bytes",
+        "totals": {
+            "loads": int(total["n"]),
+            "loaded": int(total["loaded"]),
+            "format_errors": int(total["format_error"]),
+            "crashes": int(total["crash"]),
+            "hangs": int(total["hang"]),
+            "allocations_above_bound": int(total["over_bound"]),
+            "injected_attributes_restored": int(total["injected_restored"]),
+            "with_key_modified_files_accepted": int(total["modified_accepted"]),
+            "with_key_accepted_with_original_content": int(total["accepted_same_content"]),
+            "crafted_cases_as_expected": sum(c["as_expected"] for c in crafted),
+            "worker_restarts": runner.restarts,
+        },
+        "worst": {"peak_bytes_over_file_bytes": worst["peak_over_file_size"],
+                  "load_seconds": worst["seconds"]},
+        "by_kind": {k: dict(v) for k, v in sorted(counts.items()) if not k.startswith("crafted")},
+        "crafted": crafted,
+        "save_side": writes,
+        "examples": {k: v[:10] for k, v in examples.items()},
+        "seconds": time.perf_counter() - t_start,
+        "mutants_per_second": mutants / (time.perf_counter() - t_start),
+    }
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    with open(args.out, "w") as fh:
+        json.dump(result, fh, indent=1, default=str)
+    print(json.dumps(result["totals"], indent=1))
+    print(f"wrote {args.out}")
+    return result
+
+
+if __name__ == "__main__":
+    main()
