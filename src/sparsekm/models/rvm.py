@@ -87,6 +87,32 @@ def _posterior_mode(Phi, t, alpha, w, max_newton=50, tol=1e-14):
     return w, chol, obj
 
 
+def _marginal_at_infinity(P, t, w, alpha, Sigma):
+    """Basis functions whose marginal likelihood in ``alpha_i`` peaks at infinity.
+
+    Tipping & Faul (2003), eq. 18-20, in the Gaussian (IRLS) approximation at the
+    mode: with ``B = diag(y (1 - y))``, the linearised target ``t_hat = P w +
+    B^{-1} (t - y)`` and ``C = P^T B P``, the factors of basis function ``i`` over
+    the current model are ``S_i = C_ii - (C Sigma C)_ii``, ``Q_i = (P^T B t_hat)_i -
+    (C Sigma P^T B t_hat)_i``; without ``i`` they are ``s_i = alpha_i S_i / (alpha_i
+    - S_i)``, ``q_i = alpha_i Q_i / (alpha_i - S_i)``. The (approximate) log evidence
+    as a function of ``alpha_i`` alone increases up to ``alpha_i = inf`` iff
+    ``q_i^2 <= s_i`` (their section 2.3): such a basis function is pruned at once
+    rather than after its ``alpha_i`` has crept to ``threshold_alpha``.
+    """
+    y = expit(P @ w)
+    C = (P.T * (y * (1.0 - y))) @ P
+    PBt = C @ w + P.T @ (t - y)
+    CS = C @ Sigma
+    S = np.diag(C) - np.einsum("ij,ji->i", CS, C)
+    Q = PBt - CS @ PBt
+    denom = alpha - S
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s = alpha * S / denom
+        q = alpha * Q / denom
+    return (denom > 0) & (q * q <= s)
+
+
 def laplace_log_evidence(Phi, t, alpha, w=None):
     """Laplace approximation of the log marginal likelihood ``log p(t | alpha)``.
 
@@ -115,7 +141,8 @@ def laplace_log_evidence(Phi, t, alpha, w=None):
 
 
 def sparse_bayes_logistic(Phi, t, *, max_iter=1000, tol=1e-3, threshold_alpha=1e9,
-                          alpha_init=None, keep=None, callback=None):
+                          alpha_init=None, keep=None, prune_rule="marginal", marginal_from=100.0,
+                          callback=None):
     """Tipping's sparse Bayesian classifier on a design matrix (Tipping 2001, section 4).
 
     Parameters
@@ -136,6 +163,18 @@ def sparse_bayes_logistic(Phi, t, *, max_iter=1000, tol=1e-3, threshold_alpha=1e
         a broad prior: Tipping's suggestion of an almost flat start).
     keep : ndarray of bool of shape (n_basis,), optional
         Basis functions that are never pruned.
+    prune_rule : {"marginal", "threshold"}, default="marginal"
+        ``"threshold"``: prune when ``alpha_i > threshold_alpha`` only (Tipping 2001).
+        ``"marginal"``: also prune at once every basis function whose marginal
+        likelihood in ``alpha_i`` has its maximum at infinity, ``q_i^2 <= s_i``
+        (Tipping & Faul 2003; see :func:`_marginal_at_infinity`). Same fixed
+        points, far fewer iterations: the ``alpha_i`` heading to infinity grow
+        only geometrically under eq. 16. Only basis functions whose ``alpha_i``
+        already exceeds ``marginal_from`` and grows are tested: at the start every
+        basis function is redundant given the others, and pruning all of those at
+        once ends in a poor local optimum.
+    marginal_from : float, default=100.0
+        See ``prune_rule``.
     callback : callable, optional
         Called as ``callback(iteration, n_active)`` after each re-estimation.
 
@@ -151,6 +190,8 @@ def sparse_bayes_logistic(Phi, t, *, max_iter=1000, tol=1e-3, threshold_alpha=1e
     Phi = np.asarray(Phi, dtype=np.float64)
     t = np.asarray(t, dtype=np.float64)
     n, m = Phi.shape
+    if prune_rule not in ("marginal", "threshold"):
+        raise ValueError(f"prune_rule must be 'marginal' or 'threshold'; got {prune_rule!r}.")
     a0 = 1.0 / n**2 if alpha_init is None else float(alpha_init)
     active = np.arange(m)
     alpha = np.full(m, a0)
@@ -175,7 +216,15 @@ def sparse_bayes_logistic(Phi, t, *, max_iter=1000, tol=1e-3, threshold_alpha=1e
         with np.errstate(divide="ignore"):
             new_alpha = np.where(w * w > 0, np.clip(gamma, 0.0, 1.0) / (w * w), np.inf)
         new_alpha = np.where(new_alpha > 0, new_alpha, np.finfo(float).tiny)
-        prune = (new_alpha > threshold_alpha) & ~keep[active]
+        prune = new_alpha > threshold_alpha
+        if prune_rule == "marginal":
+            # only weights already shrunk hard (alpha_i > 1, growing): at the start every
+            # basis function is redundant given the others, and pruning all of those at
+            # once would end in a poor local optimum
+            candidate = (new_alpha > alpha) & (alpha > marginal_from)
+            if candidate.any():
+                prune |= candidate & _marginal_at_infinity(P, t, w, alpha, Sigma)
+        prune &= ~keep[active]
         if prune.all():  # keep the strongest basis function: an RVM without terms is no model
             prune[np.argmin(new_alpha)] = False
         new_alpha = np.minimum(new_alpha, threshold_alpha)
