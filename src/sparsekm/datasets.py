@@ -5,7 +5,7 @@ digits and needs no files. The real data sets (USPS, the IDA benchmarks and
 Ripley's synthetic data) are read from a data folder found, in this order, from
 
 1. the ``path=`` argument,
-2. the ``SPARSEKM_DATA`` environment variable,
+2. the ``SPARSEKM_DATA`` environment variable (when set, the only folder searched),
 3. ``../shared/data`` beside the source checkout, or beside the current directory,
 4. the user data folder that :func:`fetch_usps`, :func:`fetch_ida` and
    :func:`fetch_ripley` (``sparsekm data fetch``) download into by default,
@@ -103,8 +103,9 @@ class DataNotFoundError(FileNotFoundError):
 
 def _candidate_dirs():
     env = os.environ.get("SPARSEKM_DATA")
-    if env:
+    if env:  # an explicit folder is the only one searched
         yield Path(env).expanduser()
+        return
     here = Path(__file__).resolve()
     # src/sparsekm/datasets.py -> checkout root is parents[2]; shared/ sits beside it.
     if len(here.parents) > 3:
