@@ -181,8 +181,16 @@ def _fetch(relpaths, path, base_url, progressbar, timeout):
     pooch = _require_pooch()
     root = _resolve_root(path)
     base_url = base_url if base_url is not None else os.environ.get("SPARSEKM_DATA_URL") or None
-    for rel in relpaths:
-        _fetch_file(rel, root, base_url, pooch, progressbar, timeout)
+    logger = pooch.get_logger()
+    level = logger.level
+    # pooch would log "SHA256 hash of downloaded file ... use it as known_hash" for every
+    # file: misleading here, where the content is verified against the registry below
+    logger.setLevel("WARNING")
+    try:
+        for rel in relpaths:
+            _fetch_file(rel, root, base_url, pooch, progressbar, timeout)
+    finally:
+        logger.setLevel(level)
     return root
 
 
