@@ -209,3 +209,11 @@ def test_cli_data_fetch(tmp_path, serve, capsys):
     assert rc == 0
     assert "ripley: verified (SHA-256)" in out and f"--data {dest}" in out
     assert Path(dest / "ripley/synth.te").is_file()
+
+
+def test_without_pooch_the_error_names_the_extra(tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pooch", None)  # "import pooch" raises ImportError
+    with pytest.raises(ImportError, match=r"sparsekm\[data\]"):
+        datasets.fetch_ripley(tmp_path)
