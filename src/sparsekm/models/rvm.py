@@ -222,7 +222,7 @@ def sparse_bayes_logistic(Phi, t, *, max_iter=1000, tol=1e-3, threshold_alpha=1e
         new_alpha = np.where(new_alpha > 0, new_alpha, np.finfo(float).tiny)
         prune = new_alpha > threshold_alpha
         if prune_rule == "marginal":
-            # only weights already shrunk hard (alpha_i > 1, growing): at the start every
+            # only weights already shrunk hard (alpha_i > marginal_from, growing): at the start every
             # basis function is redundant given the others, and pruning all of those at
             # once would end in a poor local optimum
             candidate = (new_alpha > alpha) & (alpha > marginal_from)
