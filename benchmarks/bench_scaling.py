@@ -448,7 +448,8 @@ def main(argv=None):
     data, data_name = _usps_like()
     if not args.quick and data_name != "usps":
         raise SystemExit("bench_scaling.py needs the USPS files for a full run (RS and SLMC "
-                         "curves go up to 7291 points); set SPARSEKM_DATA or use --quick.")
+                         "curves go up to 7291 points): download them with `sparsekm data fetch "
+                         "usps`, or set SPARSEKM_DATA to a folder holding them, or use --quick.")
     t0 = time.perf_counter()
     out_path = Path(args.out)
     # --only re-runs some methods and keeps the others from an existing file

@@ -29,6 +29,7 @@ _CHECK_PARAMS: dict[str, dict] = {
     "RSVM": {"n_vectors": 8},
     "ModifiedRSVM": {"n_vectors": 8},
     "ModifiedRS": {"n_vectors": 3},
+    "RVC": {"max_iter": 50},
 }
 
 

@@ -147,8 +147,8 @@ def cmd_info(args):
             print(f"{opt}: not installed (optional)")
     root = find_data_dir(args.data)
     if root is None:
-        print("data folder: not found (set SPARSEKM_DATA or pass --data); the embedded digits "
-              "still work")
+        print("data folder: not found (download it with 'sparsekm data fetch', or set "
+              "SPARSEKM_DATA or pass --data); the embedded digits still work")
     else:
         status = ", ".join(f"{n} {'yes' if data_available(n, root) else 'no'}"
                            for n in ("usps", "ida", "ripley"))
@@ -630,6 +630,29 @@ def add_key_file_option(p):
                         "HMAC-SHA256 tag, and models saved are signed with it")
 
 
+# -- data (download the papers' data sets, issue 18) -------------------------------------
+def cmd_data(args):
+    """``sparsekm data fetch [usps|ida|ripley|all]``: download, verify, cache."""
+    import os
+
+    from . import datasets
+
+    fetchers = {"usps": datasets.fetch_usps, "ida": datasets.fetch_ida,
+                "ripley": datasets.fetch_ripley}
+    which = list(fetchers) if args.which == "all" else [args.which]
+    for name in which:
+        kw = {"base_url": args.base_url, "progressbar": not args.quiet}
+        root = (fetchers[name](None, args.data, **kw) if name == "ida"
+                else fetchers[name](args.data, **kw))
+        print(f"{name}: verified (SHA-256) in {root}")
+    if args.data is None and not os.environ.get("SPARSEKM_DATA"):
+        print("the loaders find this folder on their own (sparsekm.datasets, "
+              "'sparsekm reproduce')")
+    else:
+        print(f"point the loaders at it with --data {root} or SPARSEKM_DATA={root}")
+    return 0
+
+
 def _usage_error(msg):
     print(f"sparsekm: error: {msg}", file=sys.stderr)
     return 2
@@ -652,7 +675,8 @@ def build_parser():
         c.add_argument("--debug", action="store_true", default=dflt(False),
                        help="show tracebacks on errors")
         c.add_argument("--data", default=dflt(None),
-                       help="data folder (default: $SPARSEKM_DATA or ../shared/data)")
+                       help="data folder (default: $SPARSEKM_DATA, ../shared/data, or the "
+                            "folder 'sparsekm data fetch' downloads into)")
         return c
 
     parser = argparse.ArgumentParser(
@@ -667,6 +691,17 @@ def build_parser():
                     "train an SVM on the embedded digits, shrink it (RS, SLMC), time it")
     p.add_argument("--out", default="figures", help="folder for the figure (default: figures)")
     p.set_defaults(func=cmd_demo)
+
+    p = add_command(parser, "data", "download the papers' data sets (USPS, IDA, Ripley) from "
+                    "their public sources, verify their SHA-256 and cache them (--data DIR, "
+                    "else $SPARSEKM_DATA, else the user cache folder); needs sparsekm[data]")
+    p.add_argument("action", choices=["fetch"], help="fetch: download and verify")
+    p.add_argument("which", nargs="?", default="all", choices=["usps", "ida", "ripley", "all"],
+                   help="data set(s) to fetch (default all)")
+    p.add_argument("--base-url", default=None,
+                   help="a mirror serving the data-folder layout (default $SPARSEKM_DATA_URL, "
+                        "else the public sources)")
+    p.set_defaults(func=cmd_data)
 
     p = add_command(parser, "info", "versions, BLAS and whether the data folder is found")
     p.set_defaults(func=cmd_info)

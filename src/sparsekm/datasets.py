@@ -5,8 +5,14 @@ digits and needs no files. The real data sets (USPS, the IDA benchmarks and
 Ripley's synthetic data) are read from a data folder found, in this order, from
 
 1. the ``path=`` argument,
-2. the ``SPARSEKM_DATA`` environment variable,
-3. ``../shared/data`` beside the source checkout, or beside the current directory.
+2. the ``SPARSEKM_DATA`` environment variable (when set, the only folder searched),
+3. ``../shared/data`` beside the source checkout, or beside the current directory,
+4. the user data folder that :func:`fetch_usps`, :func:`fetch_ida` and
+   :func:`fetch_ripley` (``sparsekm data fetch``) download into by default,
+   ``pooch.os_cache("sparsekm")`` (e.g. ``~/.cache/sparsekm`` on Linux).
+
+The fetchers download from the public sources, verify every file's SHA-256 and
+write the layout below; they need the optional extra ``sparsekm[data]`` (pooch).
 
 The folder layout and checksums are those of the project's ``shared/data/README.md``::
 
@@ -24,7 +30,15 @@ from pathlib import Path
 
 import numpy as np
 
+from ._data_registry import CONTENT_SHA256
+from ._fetch import FETCH_HINT, default_data_dir, fetch_all, fetch_ida, fetch_ripley, fetch_usps
+
 __all__ = [
+    "fetch_usps",
+    "fetch_ida",
+    "fetch_ripley",
+    "fetch_all",
+    "default_data_dir",
     "load_digits_default",
     "load_usps",
     "load_ida",
@@ -89,14 +103,18 @@ class DataNotFoundError(FileNotFoundError):
 
 def _candidate_dirs():
     env = os.environ.get("SPARSEKM_DATA")
-    if env:
+    if env:  # an explicit folder is the only one searched
         yield Path(env).expanduser()
+        return
     here = Path(__file__).resolve()
     # src/sparsekm/datasets.py -> checkout root is parents[2]; shared/ sits beside it.
     if len(here.parents) > 3:
         yield here.parents[3] / "shared" / "data"
     yield Path.cwd().parent / "shared" / "data"
     yield Path.cwd() / "shared" / "data"
+    user = default_data_dir()
+    if user is not None:
+        yield user
 
 
 def find_data_dir(path=None):
@@ -111,23 +129,24 @@ def find_data_dir(path=None):
 
 def data_available(name="usps", path=None):
     """True when the files of data set ``name`` ("usps", "ripley", "ida") are present."""
-    root = find_data_dir(path)
-    if root is None:
-        return False
     probe = {"usps": "usps/zip.train.gz", "ripley": "ripley/synth.tr",
              "ida": "ida/banana/banana_train_data_1.asc.gz"}[name]
-    return (root / probe).is_file()
+    roots = [Path(path).expanduser()] if path is not None else list(_candidate_dirs())
+    return any((root / probe).is_file() for root in roots)
 
 
 def _require(relpath, path):
+    if path is None:  # the first candidate folder that holds the file
+        for cand in _candidate_dirs():
+            if (cand / relpath).is_file():
+                return cand / relpath
     root = find_data_dir(path)
     where = root if root is not None else Path(os.environ.get("SPARSEKM_DATA", "../shared/data"))
     f = where / relpath
     if not f.is_file():
         raise DataNotFoundError(
-            f"Data file not found: {f}. Put the data sets in a folder laid out as described in "
-            "sparsekm.datasets (usps/, ripley/, ida/) and pass path=... or set the SPARSEKM_DATA "
-            "environment variable to that folder."
+            f"Data file not found: {f}. {FETCH_HINT} The layout is described in "
+            "sparsekm.datasets (usps/, ripley/, ida/); Python loaders take path=... too."
         )
     return f
 
@@ -138,6 +157,18 @@ def _sha256(path):
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+def _content_ok(f, fname):
+    """The gunzipped content matches (a re-compressed copy of the published file)."""
+    import gzip
+
+    try:
+        with gzip.open(f, "rb") as fh:
+            data = fh.read()
+    except (OSError, EOFError):
+        return False
+    return hashlib.sha256(data).hexdigest() == CONTENT_SHA256[f"usps/{fname}"]
 
 
 def _loadtxt(f, **kw):
@@ -178,7 +209,7 @@ def _usps_cached(root, verify):
     out = []
     for fname, n in (("zip.train.gz", 7291), ("zip.test.gz", 2007)):
         f = _require(f"usps/{fname}", root)
-        if verify and _sha256(f) != _USPS_SHA256[fname]:
+        if verify and _sha256(f) != _USPS_SHA256[fname] and not _content_ok(f, fname):
             raise ValueError(f"{f} does not have the expected SHA-256 checksum; the file differs "
                              "from the published USPS data.")
         arr = _loadtxt(f)
@@ -198,6 +229,9 @@ def load_usps(path=None, verify=True):
     X_test : ndarray of shape (2007, 256)
     y_test : ndarray of shape (2007,)
     """
+    if path is None:
+        path = next((c for c in _candidate_dirs() if (c / "usps" / "zip.train.gz").is_file()),
+                    None)
     root = str(find_data_dir(path)) if find_data_dir(path) is not None else None
     arrays = _usps_cached(root, verify)
     return tuple(a.copy() for a in arrays)

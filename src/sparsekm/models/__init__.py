@@ -9,6 +9,7 @@ from .kernel_pca import KernelPCA, linear_pca_denoise
 from .kfd import ApproxKFD, KernelFisherDiscriminant
 from .randomized_kpca import RandomizedKernelPCA
 from .reduced_set import ReducedSetClassifier, ReducedSetRegressor, reduce_kernel_pca
+from .rvm import RVC
 from .slmc import RSVM, SLMC, ModifiedRS, ModifiedRSVM, SparseKFD, SparseLargeMarginClassifier
 
 __all__: list[str] = [
@@ -21,6 +22,7 @@ __all__: list[str] = [
     "ReducedSetClassifier",
     "ReducedSetRegressor",
     "reduce_kernel_pca",
+    "RVC",
     "SparseLargeMarginClassifier",
     "SLMC",
     "SparseKFD",
