@@ -243,10 +243,17 @@ def _blocks_to_expansion(E, blocks):
 
 
 def _prefix_blocks(E, R, n_max, n):
-    """RS-n from an RS-n_max run: the first n vectors of each classifier, beta by Prop. 8."""
+    """RS-n from an RS-n_max run: the first n vectors of each classifier, beta by Prop. 8.
+
+    ``R`` is block-diagonal; a classifier with fewer than ``n_max`` SVs has its exact
+    copy (fewer vectors), so each block's rows are found from its coefficient column.
+    """
     blocks = []
+    coef = np.asarray(R.coef)
     for k in range(E.n_outputs):
-        Zk = np.asarray(R.vectors[k * n_max:k * n_max + n])
+        rows = np.flatnonzero(coef[:, k] != 0)
+        first, last = int(rows[0]), int(rows[-1]) + 1
+        Zk = np.asarray(R.vectors[first:min(first + n, last)])
         blocks.append((Zk, optimal_coefficients(E.output(k).compress(), Zk)))
     return blocks
 
@@ -372,7 +379,7 @@ def run_construct(ctx):
     n_sv, base = _baseline_rows(E, ovr, Xte, yte, PAPER_NSV_T1, cells=cells,
                                 tables=(T1998, T4), sv_tables=(T1998,))
     paper_ns = [10, 20, 25, 50] if ctx.quick else [10, 15, 20, 25, 50, 100, 150, 200, 250]
-    eq_limit = 60 if ctx.quick else 300  # phase 1 runs to n_max: equal factors up to it
+    eq_limit = 60 if ctx.quick else 250  # phase 1 runs to n_max: equal factors up to it
     eq_ns = {n: _eq_factor(n, n_sv) for n in paper_ns if _eq_factor(n, n_sv) <= eq_limit}
     n_max = max(paper_ns + list(eq_ns.values()))
     t0 = time.perf_counter()
@@ -546,7 +553,10 @@ def _kpca_path(expansion, sizes):
     out = {}
     current = expansion
     for n in sorted(set(sizes), reverse=True):
-        res = select_kpca(current, min(n, current.n_terms), refit=False)
+        if n >= current.n_terms:  # nothing to remove (all SVs kept)
+            out[n] = (np.asarray(current.vectors), np.asarray(current.coef))
+            continue
+        res = select_kpca(current, n, refit=False)
         # Continue eliminating from the eq. 65 coefficients (as one long run would).
         current = res.expansion
         sel = np.asarray(res.expansion.vectors)
@@ -560,7 +570,8 @@ def _backward_path(expansion, sizes):
     for n in sorted(set(sizes), reverse=True):
         # Continuing from the re-fitted expansion is exact: Psi - Psi' is orthogonal
         # to the span of the kept vectors (Pythagoras).
-        cur = select_backward(cur, min(n, cur.n_terms)).expansion
+        if n < cur.n_terms:
+            cur = select_backward(cur, n).expansion
         out[n] = (np.asarray(cur.vectors), np.asarray(cur.coef))
     return out
 
@@ -732,7 +743,7 @@ def run_select_l1(ctx):
         memo[float(lam)] = float(np.mean([c.count(float(lam)) for c in counters]))
 
     def system(n_target):
-        lam, n_avg = _search_lambda(counters, n_target, memo, steps=8 if ctx.quick else 14)
+        lam, n_avg = _search_lambda(counters, n_target, memo, steps=8 if ctx.quick else 10)
         blocks = []
         for e in outs:
             res = select_l1(e, lam, c="inverse")

@@ -1,9 +1,11 @@
 """Reproductions of Wu, Schölkopf & Bakır (2006), *A direct method for building sparse
 kernel learning algorithms*: Tables 1-3 and the USPS 3-vs-8 example of section 5.7.
 
-Every (data set, split, ratio, method) result is cached in
-``<out_dir>/slmc_cache.json`` so that Tables 1-3 share runs and an interrupted
-reproduction resumes where it stopped. Kernel: ``k(x, y) = exp(-gamma ||x - y||^2)``
+Every (data set, split, ratio, method) result is cached in a keyed cell cache
+(:mod:`sparsekm.reproduce._cache`; the CLI uses
+``benchmarks/results/slmc_reproduction_cache.json``) so that Tables 1-3 share runs and an
+interrupted reproduction resumes where it stopped; the key covers the code, every
+parameter and the seed, so no stale cell is ever used. Kernel: ``k(x, y) = exp(-gamma ||x - y||^2)``
 (eq. 48); USPS ``gamma = 1/128, C = 10``; IDA ``gamma = 1/sigma`` with Rätsch's
 ``(C, sigma)``.
 """
@@ -64,12 +66,18 @@ JMLR 2006): SLMC, sparse KFD, and the RS / MRS / RSVM / MRSVM baselines. Command
 gamma = 1/128, C = 10; IDA gamma = 1/sigma with Rätsch's (C, sigma). Errors are test errors
 in %, means over IDA splits 1-10; "n/a" marks a cell that was not run.
 
-The three tables share their runs through a cache, `<out>/slmc_cache.json` (computing every
-cell from scratch takes about 1.6 h of CPU). Every cell is stored in
-`benchmarks/results/slmc_reproduction_cache.json`; copy it to
-`docs/figures/slmc_cache.json` before `sparsekm reproduce all` to rebuild these tables in
-seconds, delete entries to recompute them. The USPS SLMC 10 % cell is the benchmark run
-(random initial XVs with seed = digit).""",
+The three tables share their cells through a keyed cache,
+`benchmarks/results/slmc_reproduction_cache.json` (`--cache FILE` to use another). Each entry
+is keyed by a hash of the code that computes the cell (the syntax trees of `run_cell` and the
+solver modules it uses, docstrings and comments left out, plus the numpy / scipy /
+scikit-learn versions), every parameter (data set, split, ratio, method, C, gamma, mu, a
+fingerprint of the data arrays) and the seed: a cell computed by other code, with other
+parameters or another seed is never used, and a miss recomputes. `--no-cache` recomputes every
+cell (and must give the same tables); `--cached-only` computes nothing and prints "n/a" for a
+cell without an entry. Each table's command line says how many cells came from the cache,
+when and with which code key they were computed. Computing every cell from scratch takes about
+1.6 h of CPU; `--datasets banana,titanic` runs the tables for some columns only, so a long
+regeneration can be done in pieces.""",
     outro="""\
 Notes on the comparison:
 - USPS: our one-vs-rest SVMs keep 505 SVs per classifier on average (2640 distinct over
