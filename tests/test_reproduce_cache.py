@@ -165,3 +165,11 @@ def test_run_cell_keys_on_seed_and_computes_a_miss(tmp_path, monkeypatch):
     assert len(again.hits) == 2
     # compute=False never computes: None for a cell not in the cache
     assert slmc.run_cell("banana", 2, 0.05, "rsvm", again, seed=0, compute=False) is None
+
+
+def test_code_key_is_the_code_read_at_import_not_a_later_edit(tmp_path):
+    m = _module(tmp_path, "ck_edit", "def f(x):\n    return x + 1\n")
+    cache_mod.warm(m.f)
+    key = code_key(m.f)
+    (tmp_path / "ck_edit.py").write_text("# shifted\n\ndef f(x):\n    return x * 7\n")
+    assert code_key(m.f) == key  # the running code did not change

@@ -39,8 +39,27 @@ FORMAT = 2
 _FRESH = set()
 
 
+#: Normalised sources by qualified name, read once per process: ``inspect`` reads the file on
+#: disk, which may have been edited since the module was imported; the first reading (made
+#: when the module is imported, see :func:`warm`) is the code that actually runs.
+_SOURCES = {}
+
+
+def warm(*objs):
+    """Read and remember the sources of ``objs`` now (call right after importing them)."""
+    for obj in objs:
+        _normalised_source(obj)
+
+
 def _normalised_source(obj):
     """The AST of ``obj``'s source without docstrings (comments never reach the AST)."""
+    name = _name(obj)
+    if name not in _SOURCES:
+        _SOURCES[name] = _read_normalised(obj)
+    return _SOURCES[name]
+
+
+def _read_normalised(obj):
     src = inspect.getsource(obj)
     tree = ast.parse(_dedent(src))
     for node in ast.walk(tree):
