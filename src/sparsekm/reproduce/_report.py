@@ -214,9 +214,12 @@ def scoreboard(registry, records):
         rec = records.get(entry.name)
         if rec is None:
             continue
-        for c in rec.data.get("cells", []):
-            key = (c.get("table"), c.get("cell"))
-            if not isinstance(c, dict) or key in seen or c.get("paper") is None:
+        cells = rec.data.get("cells")
+        for c in cells if isinstance(cells, list) else []:
+            if not isinstance(c, dict) or not {"table", "cell", "ours", "paper"} <= set(c):
+                continue
+            key = (c["table"], c["cell"])
+            if key in seen or c["paper"] is None:
                 continue
             seen.add(key)
             t = tables.setdefault(c["table"], {"cells": [], "from": [], "quick": False})
