@@ -378,8 +378,9 @@ def _cell(table, name, ours, paper, reason=None):
     if ours is not None:
         ours = round(float(ours), 1)
     return {"table": table, "cell": name, "ours": ours, "paper": paper,
-            "reason": None if ours is not None else (reason or "not run (no cached cell for "
-                                                     "today's code; see --cached-only)")}
+            "reason": None if ours is not None else (reason or "no cache entry for today's code "
+                                                     "(not computed yet; run without "
+                                                     "--cached-only)")}
 
 
 def _not_shown(ctx):
