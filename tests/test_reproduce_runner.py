@@ -11,6 +11,8 @@ from sparsekm.cli import main
 from sparsekm.reproduce import Result, Section, Target, _Entry
 from sparsekm.reproduce._report import NOT_RERUN, parse_results
 
+from .conftest import requires_ida
+
 FAST_SECTION = Section(title="Fast paper (issue 98)", intro="Setting of the fast paper.",
                        order=1)
 SLOW_SECTION = Section(title="Slow paper (issue 99)", intro="Setting of the slow paper.",
@@ -158,3 +160,59 @@ def test_render_only_keeps_blocks_unmarked(fake_registry, tmp_path):
     assert fake_registry["fast"] == 1 and fake_registry["slow"] == 1  # nothing re-run
     assert NOT_RERUN + " |" not in text and "### Slow table\n" in text
     assert "re-ran all reproductions" in text  # the previous "Last run" line is kept
+
+
+def test_scoreboard_counts_published_cells(monkeypatch, tmp_path):
+    from sparsekm.reproduce import published_cell
+
+    def cells_run(ctx):
+        cells = [published_cell("Paper A, Table 1", "row 1", 4.0, 4.5),
+                 published_cell("Paper A, Table 1", "row 2", 6.0, 5.0),
+                 published_cell("Paper A, Table 1", "row 3", 3.0, 2.0),
+                 published_cell("Paper A, Table 1", "row 4", None, 1.0, "data not available"),
+                 published_cell("Paper A, Table 2", "cell x", 1.0, 1.0)]
+        return Result("cells", "Cells table", "| a |\n|---|\n| 1 |", data={"cells": cells},
+                      provenance="3 of 4 cells from the cache (computed 2026-01-01 with code "
+                                 "key abc)")
+
+    registry = {"cells": _Entry("cells", "a table with cells", cells_run, False,
+                                section=FAST_SECTION)}
+    monkeypatch.setattr(rep, "discover", lambda: registry)
+    text = _run(tmp_path, "all")
+    assert "## Fidelity scoreboard" in text
+    assert text.index("## Fidelity scoreboard") < text.index("## Fast paper (issue 98)")
+    # 4 published, 3 reproduced, 1 at least as good; worst: row 3 (+50 %) beats row 2 (+20 %)
+    assert "| Paper A, Table 1 | 4 | 3 | 1 | row 3: 3 vs 2 | `cells` |" in text
+    assert "| Paper A, Table 2 | 1 | 1 | 1 | cell x: 1 vs 1 | `cells` |" in text
+    assert "Paper A, Table 1, 1 cell not reproduced: data not available. Cells: row 4." in text
+    # the run-time line says where the cells come from
+    assert "3 of 4 cells from the cache (computed 2026-01-01 with code key abc)" in text
+    # the scoreboard survives a re-render from the hidden records alone
+    results = tmp_path / "docs" / "results.md"
+    assert main(["reproduce", "all", "--render-only", "--quiet", "--write-results",
+                 str(results)]) == 0
+    assert "| Paper A, Table 1 | 4 | 3 | 1 | row 3: 3 vs 2 | `cells` |" in results.read_text()
+
+
+def test_cache_flags_are_validated(tmp_path, capsys):
+    out = ["--quiet", "--out", str(tmp_path), "--write-results", "-"]
+    with pytest.raises(SystemExit) as exc:
+        main(["reproduce", "wu-table1", "--no-cache", "--cached-only", *out])
+    assert exc.value.code == 2 and "exclude each other" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main(["reproduce", "wu-table1", "--datasets", "banana,nope", *out])
+    assert exc.value.code == 2 and "unknown data set(s) for --datasets: nope" in \
+        capsys.readouterr().err
+
+
+@requires_ida
+@pytest.mark.data
+def test_cached_only_computes_nothing(tmp_path, capsys):
+    # an empty cache: every cell is "n/a", nothing is computed (seconds, not hours)
+    cache = tmp_path / "cache.json"
+    assert main(["reproduce", "wu-table2", "--cached-only", "--datasets", "banana", "--quiet",
+                 "--cache", str(cache), "--out", str(tmp_path), "--write-results", "-"]) == 0
+    text = capsys.readouterr().out
+    assert "n/a / 16.5" in text and "from the cache" not in text
+    assert "40 of 40 cells not run (n/a)" in text
+    assert not cache.exists()

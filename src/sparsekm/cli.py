@@ -262,8 +262,25 @@ def cmd_reproduce(args):
     skipped = [n for n in names if registry[n].slow] if args.skip_slow else []
     names = [n for n in names if n not in skipped]
     out, results_path = _reproduce_paths(args, run_all_names)
+    if args.no_cache and args.cached_only:
+        raise SystemExit(_usage_error("--no-cache and --cached-only exclude each other"))
+    datasets = None
+    if args.datasets:
+        from .reproduce.slmc import COLUMNS
+
+        datasets = tuple(d.strip() for d in args.datasets.split(",") if d.strip())
+        bad = [d for d in datasets if d not in COLUMNS]
+        if bad:
+            raise SystemExit(_usage_error(f"unknown data set(s) for --datasets: "
+                                          f"{', '.join(bad)}; choose from {', '.join(COLUMNS)}"))
+    cache = args.cache
+    if cache is None:
+        repo_cache = (Path(__file__).resolve().parents[2] / "benchmarks" / "results"
+                      / "slmc_reproduction_cache.json")
+        cache = repo_cache if repo_cache.parent.is_dir() else None
     ctx = Context(out_dir=Path(out), seed=args.seed, data_path=args.data, quick=args.quick,
-                  progress=not args.quiet)
+                  progress=not args.quiet, cache_path=None if cache is None else Path(cache),
+                  no_cache=args.no_cache, cached_only=args.cached_only, datasets=datasets)
     ctx.out_dir.mkdir(parents=True, exist_ok=True)
     if skipped:
         print(f"--skip-slow: not re-running {', '.join(skipped)}"
@@ -777,6 +794,19 @@ def build_parser():
                    help="update FILE with the sections of the reproductions run, keeping the "
                         "others (default for 'all': results.md beside --out's figures folder "
                         "in the checkout's docs/, or OUT/results.md; '-' to write nothing)")
+    p.add_argument("--no-cache", action="store_true",
+                   help="recompute every cached cell (Wu et al. tables) instead of reading the "
+                        "cache; the fresh cells are still written to it")
+    p.add_argument("--cached-only", action="store_true",
+                   help="compute no cell: show 'n/a' for cells without a cache entry for "
+                        "today's code, parameters and seed")
+    p.add_argument("--cache", metavar="FILE", default=None,
+                   help="the keyed cell cache (default: benchmarks/results/"
+                        "slmc_reproduction_cache.json in a source checkout, else "
+                        "OUT/slmc_cache.json)")
+    p.add_argument("--datasets", default=None,
+                   help="comma-separated data sets: run the Wu et al. tables for these columns "
+                        "only (a long run in pieces; e.g. banana,titanic)")
     p.set_defaults(func=cmd_reproduce)
 
     p = add_command(parser, "denoise",

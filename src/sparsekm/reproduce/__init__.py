@@ -22,18 +22,42 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["register", "REGISTRY", "Result", "Context", "Target", "Section", "discover"]
+__all__ = ["register", "REGISTRY", "Result", "Context", "Target", "Section", "discover",
+           "published_cell"]
+
+
+def published_cell(table, cell, ours, paper, reason=None):
+    """One published cell of a paper's table for the fidelity scoreboard.
+
+    ``ours`` is ``None`` when the cell is not reproduced; ``reason`` then says why.
+    Lower is better for every cell (test errors, numbers of vectors).
+    """
+    if ours is not None and hasattr(ours, "item"):
+        ours = ours.item()
+    return {"table": table, "cell": cell, "ours": ours, "paper": paper,
+            "reason": None if ours is not None else (reason or "not run")}
 
 
 @dataclass
 class Context:
-    """What a reproduction may use: output folder, seed, data folder, verbosity."""
+    """What a reproduction may use: output folder, seed, data folder, verbosity.
+
+    ``cache_path`` is the keyed cell cache (:mod:`sparsekm.reproduce._cache`;
+    ``None``: ``<out_dir>/slmc_cache.json``); ``no_cache`` recomputes every
+    cell (still writing the fresh ones); ``cached_only`` computes nothing and
+    shows "n/a" for cells without an entry for today's code; ``datasets``
+    restricts the Wu et al. tables to these columns (a long run in pieces).
+    """
 
     out_dir: Path = Path("figures")
     seed: int = 0
     data_path: str | None = None
     quick: bool = False
     progress: bool = True
+    cache_path: Path | None = None
+    no_cache: bool = False
+    cached_only: bool = False
+    datasets: tuple | None = None
 
 
 @dataclass
@@ -80,6 +104,12 @@ class Result:
     data : dict
         JSON-serialisable raw numbers kept in ``docs/results.md`` (hidden), so a
         section's cross-result summary can be rebuilt without re-running.
+        ``data["cells"]``: the published cells for the fidelity scoreboard, each
+        ``{"table", "cell", "ours", "paper", "reason"}`` (``ours`` ``None`` with a
+        ``reason`` when not reproduced; lower is better).
+    provenance : str
+        Where the numbers come from when not all were computed in this run
+        (e.g. "40 of 54 cells from the cache, computed ... with code key ...").
     """
 
     name: str
@@ -91,6 +121,7 @@ class Result:
     intro: str = ""
     targets: list[Target] = field(default_factory=list)
     data: dict = field(default_factory=dict)
+    provenance: str = ""
 
     def to_markdown(self):
         lines = [f"## {self.title} (`sparsekm reproduce {self.name}`)", ""]
@@ -98,6 +129,8 @@ class Result:
             lines += [self.intro, ""]
         lines += [self.table, ""]
         lines += [f"- {n}" for n in self.notes]
+        if self.provenance:
+            lines.append(f"- Cells: {self.provenance}.")
         if self.seconds is not None:
             lines.append(f"- Run time: {self.seconds:.0f} s on this machine.")
         for f in self.figures:

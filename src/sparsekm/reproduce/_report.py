@@ -11,6 +11,7 @@ setting paragraphs and summaries come from each module's ``SECTION``.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import os
@@ -21,7 +22,8 @@ from pathlib import Path
 
 from . import Result, Section, Target, section_of
 
-__all__ = ["Record", "parse_results", "render_results", "write_results", "run_all"]
+__all__ = ["Record", "parse_results", "render_results", "write_results", "run_all", "scoreboard",
+           "pinned_threads"]
 
 NOT_RERUN = "(not re-run)"
 _BEGIN = re.compile(r"^<!-- sparsekm:begin (\S+) -->$", re.M)
@@ -73,7 +75,41 @@ def command_line(name, ctx):
         cmd += " --quick"
     if ctx.seed != 0:
         cmd += f" --seed {ctx.seed}"
+    if getattr(ctx, "no_cache", False):
+        cmd += " --no-cache"
+    if getattr(ctx, "cached_only", False):
+        cmd += " --cached-only"
+    if getattr(ctx, "datasets", None):
+        cmd += f" --datasets {','.join(ctx.datasets)}"
     return cmd
+
+
+#: Threads every reproduction runs with (BLAS, OpenMP and sparsekm's own pool): a
+#: fixed count, so that no result depends on the machine's core count or load.
+REPRODUCE_THREADS = 1
+
+
+@contextlib.contextmanager
+def pinned_threads(n=REPRODUCE_THREADS):
+    """Pin BLAS/OpenMP (threadpoolctl) and sparsekm's engine to ``n`` threads."""
+    from threadpoolctl import threadpool_limits
+
+    from ..config import config_context
+
+    with threadpool_limits(limits=n), config_context(n_threads=n):
+        yield
+
+
+def run_one(entry, ctx):
+    """Run one reproduction with pinned threads and seeded global random state."""
+    import random
+
+    import numpy as np
+
+    random.seed(ctx.seed)
+    np.random.seed(ctx.seed % 2**32)  # noqa: NPY002 -- legacy global state, for libraries using it
+    with pinned_threads():
+        return entry.func(ctx)
 
 
 def record_from_result(res: Result, ctx, results_dir, date=None):
@@ -81,9 +117,11 @@ def record_from_result(res: Result, ctx, results_dir, date=None):
     date = date or datetime.date.today().isoformat()
     title = res.title + (" (--quick: smoke-test sizes, not comparable to the paper)"
                          if ctx.quick else "")
+    when = f"run time {_fmt_seconds(res.seconds)} · {date}"
+    if res.provenance:  # cached cells: say where they come from, not "0 s" and today's date
+        when = f"{res.provenance}; this run {_fmt_seconds(res.seconds)} on {date}"
     lines = [f"<!-- sparsekm:begin {res.name} -->", f"### {title}", "",
-             f"Command: `{command_line(res.name, ctx)}` · run time {_fmt_seconds(res.seconds)} "
-             f"· {date}", ""]
+             f"Command: `{command_line(res.name, ctx)}` · {when}", ""]
     if res.intro:
         lines += [_demote(res.intro.strip()), ""]
     lines += [_demote(res.table.strip()), ""]
@@ -99,7 +137,8 @@ def record_from_result(res: Result, ctx, results_dir, date=None):
     if res.figures:
         lines.append("")
     payload = {"targets": [t.__dict__ for t in res.targets], "data": res.data,
-               "seconds": res.seconds, "date": date, "quick": bool(ctx.quick), "seed": ctx.seed}
+               "seconds": res.seconds, "date": date, "quick": bool(ctx.quick), "seed": ctx.seed,
+               "provenance": res.provenance}
     lines += [f"<!-- sparsekm:record {_json_comment(payload)} -->",
               f"<!-- sparsekm:end {res.name} -->"]
     return Record(res.name, "\n".join(lines), list(res.targets), dict(res.data), res.seconds,
@@ -156,6 +195,74 @@ def _cell(text):
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def _fmt_num(v):
+    if v is None:
+        return "-"
+    if isinstance(v, float) and not float(v).is_integer():
+        return f"{v:.2f}".rstrip("0").rstrip(".")
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def scoreboard(registry, records):
+    """The fidelity scoreboard: per published table, cells published / reproduced / at
+    least as good as the paper, the worst cell and every unreproduced cell with its reason.
+
+    Built from ``data["cells"]`` of each record (see :class:`~sparsekm.reproduce.Result`).
+    """
+    tables, seen = {}, set()
+    for entry in registry.values():
+        rec = records.get(entry.name)
+        if rec is None:
+            continue
+        cells = rec.data.get("cells")
+        for c in cells if isinstance(cells, list) else []:
+            if not isinstance(c, dict) or not {"table", "cell", "ours", "paper"} <= set(c):
+                continue
+            key = (c["table"], c["cell"])
+            if key in seen or c["paper"] is None:
+                continue
+            seen.add(key)
+            t = tables.setdefault(c["table"], {"cells": [], "from": [], "quick": False})
+            t["cells"].append(c)
+            if entry.name not in t["from"]:
+                t["from"].append(entry.name)
+            t["quick"] = t["quick"] or rec.quick
+    if not tables:
+        return ""
+    out = ["## Fidelity scoreboard", "",
+           "Every published cell of the papers' tables that a reproduction covers (numbers of "
+           "test errors, error rates in %, numbers of vectors; lower is better): how many we "
+           "reproduced, in how many ours is at least as good as the paper's (ours <= paper), "
+           "and the worst cell (largest excess over the paper's value, relative). Generated "
+           "from the tables below.", "",
+           "| published table | cells | reproduced | ours at least as good | worst cell "
+           "(ours vs paper) | from |", "|---|---|---|---|---|---|"]
+    missing = []
+    for name in sorted(tables):
+        t = tables[name]
+        cells = t["cells"]
+        done = [c for c in cells if c.get("ours") is not None]
+        good = [c for c in done if c["ours"] <= c["paper"] + 1e-9]
+        worst = max(done, key=lambda c: ((c["ours"] - c["paper"]) / max(abs(c["paper"]), 1e-9),
+                                         c["cell"]), default=None)
+        worst_s = "-" if worst is None else (
+            f"{worst['cell']}: {_fmt_num(worst['ours'])} vs {_fmt_num(worst['paper'])}")
+        src = ", ".join(f"`{n}`" for n in t["from"]) + (" (--quick)" if t["quick"] else "")
+        out.append(f"| {name} | {len(cells)} | {len(done)} | {len(good)} | {_cell(worst_s)} | "
+                   f"{src} |")
+        by_reason = {}
+        for c in cells:
+            if c.get("ours") is None:
+                by_reason.setdefault(c.get("reason") or "not run", []).append(c["cell"])
+        for reason in sorted(by_reason):
+            names = by_reason[reason]
+            missing.append(f"- {name}, {len(names)} cell{'s' if len(names) > 1 else ''} not "
+                           f"reproduced: {reason}. Cells: {', '.join(names)}.")
+    if missing:
+        out += ["", "Cells not reproduced, with the reason:", "", *missing]
+    return "\n".join(out)
+
+
 def render_results(registry, records, *, run_info="", mark_kept=True):
     """The whole results file from the registry's sections and ``{name: Record}``."""
     groups = {}
@@ -184,6 +291,9 @@ def render_results(registry, records, *, run_info="", mark_kept=True):
     out += [f"- {sec.title}: " + ", ".join(f"`{e.name}`" + (" (slow)" if e.slow else "")
                                          for e in entries) for sec, entries in ordered]
     out.append("")
+    board = scoreboard(registry, records)
+    if board:
+        out += [board, ""]
     for sec, entries in ordered:
         out += [f"## {sec.title}", ""]
         if sec.intro:
@@ -257,7 +367,7 @@ def run_all(registry, names, ctx, *, results_path=None, echo=print, keep_going=T
     for name in names:
         t0 = time.perf_counter()
         try:
-            res = registry[name].func(ctx)
+            res = run_one(registry[name], ctx)
         except Exception as exc:
             if not keep_going:
                 raise

@@ -1,0 +1,216 @@
+"""A keyed cache of reproduction cells: no cached number that today's code would not produce.
+
+Every entry is stored under a key that hashes
+
+- the *code* that computes the cell (:func:`code_key`: the abstract syntax trees of
+  the modules and functions involved, docstrings and comments left out, plus the
+  numpy / scipy / scikit-learn versions),
+- every *parameter* of the cell (data set, split, ratio, method, C, kernel, ...,
+  and a fingerprint of the data arrays themselves), and
+- the *seed*.
+
+A lookup whose key is not in the file is a miss and the cell is recomputed, so an
+entry written by older code, with other parameters or another seed is never used.
+When a cell is recomputed, entries for the same cell, parameters and seed written
+by other code are dropped from the file. ``read=False`` (``sparsekm reproduce
+--no-cache``) ignores every entry and recomputes, still writing the fresh cells.
+
+The file is plain JSON with sorted keys (``{"format": 2, "entries": {key: entry}}``),
+rewritten atomically after each new cell so an interrupted run keeps what it finished.
+"""
+
+from __future__ import annotations
+
+import ast
+import datetime
+import hashlib
+import inspect
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["CellCache", "code_key", "data_fingerprint"]
+
+FORMAT = 2
+#: Keys computed by this process: ``read=False`` still reuses them, so that tables sharing
+#: cells (Wu Tables 1 and 3) compute each cell once per ``--no-cache`` run.
+_FRESH = set()
+
+
+#: Normalised sources by qualified name, read once per process: ``inspect`` reads the file on
+#: disk, which may have been edited since the module was imported; the first reading (made
+#: when the module is imported, see :func:`warm`) is the code that actually runs.
+_SOURCES = {}
+
+
+def warm(*objs):
+    """Read and remember the sources of ``objs`` now (call right after importing them)."""
+    for obj in objs:
+        _normalised_source(obj)
+
+
+def _normalised_source(obj):
+    """The AST of ``obj``'s source without docstrings (comments never reach the AST)."""
+    name = _name(obj)
+    if name not in _SOURCES:
+        _SOURCES[name] = _read_normalised(obj)
+    return _SOURCES[name]
+
+
+def _read_normalised(obj):
+    src = inspect.getsource(obj)
+    tree = ast.parse(_dedent(src))
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (isinstance(body, list) and body and isinstance(body[0], ast.Expr)
+                and isinstance(getattr(body[0], "value", None), ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree, include_attributes=False)
+
+
+def _dedent(src):
+    import textwrap
+
+    return textwrap.dedent(src)
+
+
+def _name(obj):
+    mod = getattr(obj, "__module__", None)
+    qual = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", "?")
+    return qual if mod is None or inspect.ismodule(obj) else f"{mod}.{qual}"
+
+
+def code_key(*objs):
+    """Hash of the code of ``objs`` (modules, classes, functions) and the library versions.
+
+    Docstrings, comments and formatting do not change the key; any change of the
+    code itself does. Objects are hashed in the order given, each with its name.
+    """
+    import scipy
+    import sklearn
+
+    h = hashlib.sha256()
+    for lib in (np, scipy, sklearn):
+        h.update(f"{lib.__name__}={lib.__version__};".encode())
+    for obj in objs:
+        h.update(_name(obj).encode() + b"\0")
+        h.update(_normalised_source(obj).encode() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def data_fingerprint(*arrays):
+    """Short sha256 of the arrays' dtypes, shapes and bytes."""
+    h = hashlib.sha256()
+    for a in arrays:
+        a = np.ascontiguousarray(a)
+        h.update(f"{a.dtype.str}{a.shape};".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()[:16]
+
+
+def _canonical(obj):
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=_jsonable)
+
+
+def _jsonable(obj):
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    return repr(obj)
+
+
+class CellCache:
+    """Cells keyed by (cell, parameters, seed, code key); see the module docstring.
+
+    Parameters
+    ----------
+    path : path-like or None
+        The JSON file (``None``: an in-memory cache).
+    read : bool
+        ``False`` ignores every stored entry (recompute), still writing fresh ones.
+    """
+
+    def __init__(self, path, *, read=True):
+        self.path = None if path is None else Path(path)
+        self.read = read
+        self.entries = self._load()
+        self.hits = []      # entries served from the file
+        self.computed = []  # entries computed in this process
+
+    def _load(self):
+        if self.path is None or not self.path.exists():
+            return {}
+        data = json.loads(self.path.read_text(encoding="utf-8"))
+        if data.get("format") != FORMAT:  # an old, unkeyed cache: nothing in it is usable
+            return {}
+        return dict(data.get("entries", {}))
+
+    @staticmethod
+    def key(cell, params, seed, code):
+        """The entry key: sha256 of the canonical JSON of all four."""
+        blob = _canonical({"cell": cell, "params": params, "seed": seed, "code": code})
+        return hashlib.sha256(blob.encode()).hexdigest()[:24]
+
+    def get(self, cell, params, seed, code):
+        """The stored value, or ``None`` (a miss, or ``read=False``)."""
+        key = self.key(cell, params, seed, code)
+        if not self.read and key not in _FRESH:
+            return None
+        entry = self.entries.get(key)
+        if entry is None and key in _FRESH:
+            entry = self._load().get(key)
+        if entry is None:
+            return None
+        (self.computed if key in _FRESH else self.hits).append(entry)
+        return entry["value"]
+
+    def put(self, cell, params, seed, code, value, seconds=None):
+        """Store a freshly computed value (and drop superseded entries of the same cell)."""
+        key = self.key(cell, params, seed, code)
+        params_c = _canonical(params)
+        entry = {"cell": cell, "params": json.loads(params_c), "seed": seed, "code": code,
+                 "computed": datetime.datetime.now(datetime.timezone.utc).strftime(
+                     "%Y-%m-%dT%H:%M:%SZ"),
+                 "seconds": None if seconds is None else round(float(seconds), 3),
+                 "value": json.loads(_canonical(value))}
+        self.computed.append(entry)
+        _FRESH.add(key)
+        if self.path is None:
+            self.entries[key] = entry
+            return
+        on_disk = self._load()  # several reproductions may share one file
+        merged = {**on_disk, **{k: v for k, v in self.entries.items() if k not in on_disk}}
+        merged = {k: e for k, e in merged.items()
+                  if not (e.get("cell") == cell and e.get("seed") == seed
+                          and _canonical(e.get("params")) == params_c and k != key)}
+        merged[key] = entry
+        self.entries = merged
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(self.path.suffix + f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"format": FORMAT, "entries": merged}, indent=1,
+                                  sort_keys=True) + "\n", encoding="utf-8")
+        tmp.replace(self.path)
+
+    def provenance(self, total=None):
+        """One line: how many cells came from the cache, when and with which code key."""
+        n_hit, n_new = len(self.hits), len(self.computed)
+        total = n_hit + n_new if total is None else total
+        parts = []
+        if n_hit:
+            stamps = sorted(e["computed"] for e in self.hits)
+            codes = sorted({e["code"] for e in self.hits})
+            secs = sum(e.get("seconds") or 0.0 for e in self.hits)
+            first, last = stamps[0].replace("T", " "), stamps[-1].replace("T", " ")
+            when = first if first == last else f"{first} to {last}"
+            parts.append(f"{n_hit} of {total} cells from the cache (computed {when} with code "
+                         f"key{'s' if len(codes) > 1 else ''} {', '.join(codes)}; "
+                         f"{secs / 60:.1f} min of compute then)")
+        if n_new:
+            secs = sum(e.get("seconds") or 0.0 for e in self.computed)
+            parts.append(f"{n_new} of {total} cells computed in this run ({secs / 60:.1f} min)")
+        missing = total - n_hit - n_new
+        if missing > 0:
+            parts.append(f"{missing} of {total} cells not run (n/a)")
+        return "; ".join(parts)

@@ -1,0 +1,175 @@
+"""The keyed reproduction cache, thread pinning and repeatability of `sparsekm reproduce`."""
+
+import importlib
+import json
+import sys
+
+import numpy as np
+import pytest
+from threadpoolctl import threadpool_limits
+
+from sparsekm.reproduce import Context, discover
+from sparsekm.reproduce import _cache as cache_mod
+from sparsekm.reproduce._cache import CellCache, code_key, data_fingerprint
+from sparsekm.reproduce._report import pinned_threads, record_from_result, run_one
+
+from .conftest import requires_ida, requires_usps
+
+
+def _module(tmp_path, name, source):
+    (tmp_path / f"{name}.py").write_text(source)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        sys.modules.pop(name, None)
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(tmp_path))
+
+
+def test_code_key_ignores_docs_and_comments_but_not_code(tmp_path):
+    a = _module(tmp_path, "ck_a", 'def f(x):\n    """Doc."""\n    return x + 1\n')
+    b = _module(tmp_path, "ck_b", "def f(x):\n    # a comment\n    return (x +\n            1)\n")
+    c = _module(tmp_path, "ck_c", 'def f(x):\n    """Doc."""\n    return x + 2\n')
+    # the module name is part of the key: compare the functions' normalised sources
+    assert cache_mod._normalised_source(a.f) == cache_mod._normalised_source(b.f)
+    assert cache_mod._normalised_source(a.f) != cache_mod._normalised_source(c.f)
+    assert code_key(a.f) == code_key(a.f)
+    assert code_key(a.f) != code_key(c.f)
+    assert code_key(a, c.f) != code_key(c.f, a)  # order matters
+
+
+def test_data_fingerprint_sees_every_byte():
+    x = np.arange(12.0).reshape(3, 4)
+    y = x.copy()
+    y[2, 3] = np.nextafter(y[2, 3], np.inf)
+    assert data_fingerprint(x) == data_fingerprint(x.copy())
+    assert data_fingerprint(x) != data_fingerprint(y)
+    assert data_fingerprint(x) != data_fingerprint(x.reshape(4, 3))
+
+
+def test_cell_cache_keys_on_cell_params_seed_and_code(tmp_path, monkeypatch):
+    monkeypatch.setattr(cache_mod, "_FRESH", set())
+    path = tmp_path / "cache.json"
+    c = CellCache(path)
+    params = {"C": 10.0, "data": "abc", "ratio": 0.1}
+    c.put("banana/1/0.1/slmc", params, 0, "code1", {"error": 0.11}, seconds=2.0)
+    cache_mod._FRESH.clear()  # as in a new process
+    again = CellCache(path)
+    assert again.get("banana/1/0.1/slmc", dict(reversed(params.items())), 0, "code1") == {
+        "error": 0.11}
+    assert again.get("banana/1/0.1/slmc", params, 1, "code1") is None        # other seed
+    assert again.get("banana/1/0.1/slmc", params, 0, "code2") is None        # other code
+    assert again.get("banana/1/0.1/slmc", {**params, "C": 1.0}, 0, "code1") is None
+    assert again.get("banana/2/0.1/slmc", params, 0, "code1") is None        # other cell
+    assert len(again.hits) == 1
+    # a recomputation by new code replaces the superseded entry of the same cell
+    again.put("banana/1/0.1/slmc", params, 0, "code2", {"error": 0.12})
+    again.put("banana/1/0.1/slmc", params, 1, "code2", {"error": 0.13})
+    data = json.loads(path.read_text())
+    assert data["format"] == 2
+    assert sorted(e["value"]["error"] for e in data["entries"].values()) == [0.12, 0.13]
+    # deterministic file: sorted keys, so rewriting the same entries gives the same text
+    text = path.read_text()
+    assert text == json.dumps(data, indent=1, sort_keys=True) + "\n"
+
+
+def test_no_cache_recomputes_but_reuses_this_process_cells(tmp_path, monkeypatch):
+    monkeypatch.setattr(cache_mod, "_FRESH", set())
+    path = tmp_path / "cache.json"
+    CellCache(path).put("x/1/None/svm", {}, 0, "k", {"error": 0.5})
+    cache_mod._FRESH.clear()  # as in a new process
+    fresh = CellCache(path, read=False)
+    assert fresh.get("x/1/None/svm", {}, 0, "k") is None
+    fresh.put("x/1/None/svm", {}, 0, "k", {"error": 0.25})
+    # a second table of the same --no-cache run reuses the cell computed in this run
+    assert CellCache(path, read=False).get("x/1/None/svm", {}, 0, "k") == {"error": 0.25}
+
+
+def test_old_unkeyed_cache_is_never_used(tmp_path):
+    path = tmp_path / "cache.json"
+    path.write_text(json.dumps({"banana/1/0.1/slmc": {"error": 0.3, "n_z": 8.0}}))
+    c = CellCache(path)
+    assert c.entries == {}
+    assert c.get("banana/1/0.1/slmc", {}, 0, "k") is None
+
+
+def test_provenance_says_where_cells_come_from(tmp_path, monkeypatch):
+    monkeypatch.setattr(cache_mod, "_FRESH", set())
+    path = tmp_path / "cache.json"
+    CellCache(path).put("a", {}, 0, "key1", {"e": 1}, seconds=60.0)
+    cache_mod._FRESH.clear()
+    c = CellCache(path)
+    assert c.get("a", {}, 0, "key1") == {"e": 1}
+    c.put("b", {}, 0, "key1", {"e": 2}, seconds=30.0)
+    text = c.provenance(total=3)
+    assert "1 of 3 cells from the cache" in text and "key1" in text
+    assert "1 of 3 cells computed in this run (0.5 min)" in text
+    assert "1 of 3 cells not run" in text
+    # the run-time line of the results file carries it instead of "0 s"
+    from sparsekm.reproduce import Result
+
+    rec = record_from_result(Result("t", "T", "| a |", seconds=0.2, provenance=text),
+                             Context(out_dir=tmp_path), tmp_path, date="2026-01-01")
+    assert "from the cache" in rec.block and "run time 0 s" not in rec.block
+
+
+def test_pinned_threads_limits_blas():
+    from threadpoolctl import threadpool_info
+
+    from sparsekm.config import effective_n_threads
+
+    with threadpool_limits(2), pinned_threads():
+        assert effective_n_threads() == 1
+        assert all(lib["num_threads"] == 1 for lib in threadpool_info()
+                   if lib["user_api"] == "blas")
+
+
+def _table(name, outer_threads, tmp_path):
+    entry = discover()[name]
+    with threadpool_limits(outer_threads):
+        res = run_one(entry, Context(out_dir=tmp_path, quick=True, progress=False))
+    return res.table
+
+
+def test_small_reproduction_is_byte_identical_whatever_the_outer_threads(tmp_path):
+    # half-circle-square needs no data and runs in about a second
+    a = _table("half-circle-square", 1, tmp_path / "a")
+    b = _table("half-circle-square", 2, tmp_path / "b")
+    assert a == b
+
+
+@requires_usps
+@pytest.mark.slow
+@pytest.mark.data
+def test_usps_rs_construct_quick_twice_byte_identical(tmp_path):
+    a = _table("usps-rs-construct", 1, tmp_path / "a")
+    b = _table("usps-rs-construct", 2, tmp_path / "b")
+    assert a == b
+    assert "RS2^gd-20" in a or "RS2^gd-25" in a
+
+
+@requires_ida
+@pytest.mark.data
+def test_run_cell_keys_on_seed_and_computes_a_miss(tmp_path, monkeypatch):
+    from sparsekm.reproduce import slmc
+
+    monkeypatch.setattr(cache_mod, "_FRESH", set())
+    cache = CellCache(tmp_path / "c.json")
+    a = slmc.run_cell("banana", 1, 0.05, "rsvm", cache, seed=0)
+    b = slmc.run_cell("banana", 1, 0.05, "rsvm", cache, seed=1)
+    assert len(cache.computed) == 2 and not cache.hits
+    cache_mod._FRESH.clear()  # as in a new process
+    again = CellCache(tmp_path / "c.json")
+    assert slmc.run_cell("banana", 1, 0.05, "rsvm", again, seed=0) == a
+    assert slmc.run_cell("banana", 1, 0.05, "rsvm", again, seed=1) == b
+    assert len(again.hits) == 2
+    # compute=False never computes: None for a cell not in the cache
+    assert slmc.run_cell("banana", 2, 0.05, "rsvm", again, seed=0, compute=False) is None
+
+
+def test_code_key_is_the_code_read_at_import_not_a_later_edit(tmp_path):
+    m = _module(tmp_path, "ck_edit", "def f(x):\n    return x + 1\n")
+    cache_mod.warm(m.f)
+    key = code_key(m.f)
+    (tmp_path / "ck_edit.py").write_text("# shifted\n\ndef f(x):\n    return x * 7\n")
+    assert code_key(m.f) == key  # the running code did not change
