@@ -197,6 +197,12 @@ class _PartitionState:
         self.L = np.empty((m_max, X.shape[0]), dtype=X.dtype)
         self.j = 0  # rows of L filled (guards against a re-run task applying a step twice)
 
+    def __sizeof__(self):
+        # What dask's scheduler sees: without it the state looks tiny and may be moved
+        # between workers for load balancing.
+        return int(self.X.nbytes + self.L.nbytes + self.se.nbytes + self.diag.nbytes
+                   + (0 if self.x_sq is None else self.x_sq.nbytes)) + 128
+
 
 def _summary(se, X, G, pivots_here, start):
     """Largest residual of the partition: (se_max, global index, row, gamma of the row)."""
@@ -345,6 +351,10 @@ def greedy_basis_distributed(X, kernel, n_basis, *, tol=1e-3, first=None, init="
                                  for b, s in zip(parts, starts, strict=True)])
         first_info = _run(client, [client.submit(_keep_first_summary, st, int(s), pure=False)
                                    for st, s in zip(states, starts, strict=True)], owner)
+        # Every later task of a partition runs where its state lives: nothing of size n
+        # moves between workers.
+        who = client.who_has(states)
+        homes = [list(who[st.key])[:1] or None for st in states]
     else:
         states = None
         first_info = _run(client, client.compute(
@@ -401,10 +411,12 @@ def greedy_basis_distributed(X, kernel, n_basis, *, tol=1e-3, first=None, init="
             # The step returns the (updated) state as a new future: correct wherever the
             # scheduler runs it, and the old key is released.
             states = [client.submit(_keep_step, st, kern_f, j, x_p, g_p, se_p, int(p), int(s),
-                                    pure=False)
-                      for st, s in zip(states, starts, strict=True)]
-            infos = _run(client, [client.submit(_keep_summary, st, int(s), pure=False)
-                                  for st, s in zip(states, starts, strict=True)], owner)
+                                    pure=False, workers=home)
+                      for st, s, home in zip(states, starts, homes, strict=True)]
+            infos = _run(client, [client.submit(_keep_summary, st, int(s), pure=False,
+                                                workers=home)
+                                  for st, s, home in zip(states, starts, homes, strict=True)],
+                         owner)
         else:
             Lr_cast = Lr.astype(dtype)
             here = _pivots_by_partition(pivots, starts, sizes)
@@ -420,7 +432,8 @@ def greedy_basis_distributed(X, kernel, n_basis, *, tol=1e-3, first=None, init="
 
     m = len(pivots)
     if keep:
-        se_futs = [client.submit(_keep_result, st, m, pure=False) for st in states]
+        se_futs = [client.submit(_keep_result, st, m, pure=False, workers=home)
+                   for st, home in zip(states, homes, strict=True)]
         residuals = da.concatenate([
             da.from_delayed(f, shape=(int(c),), dtype=dtype) for f, c in
             zip(se_futs, sizes, strict=True)])

@@ -504,6 +504,8 @@ class GreedyBasis(TransformerMixin, BaseEstimator):
 
 def _check_X(X, name="X"):
     """``check_array`` with scikit-learn's wording for complex and feature-less input."""
+    if is_dask_array(X):
+        return check_array(X, name)  # a clear TypeError: never computed on the client here
     if not (hasattr(X, "toarray") and hasattr(X, "nnz")):
         X = np.asarray(X)
         if X.dtype.kind == "c":

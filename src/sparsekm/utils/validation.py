@@ -49,6 +49,13 @@ def check_array(X, name="X", *, ndim=2, dtype=None, allow_empty=False, copy=Fals
     """
     if hasattr(X, "toarray") and hasattr(X, "nnz"):
         raise TypeError(f"{name} is a sparse matrix; sparsekm needs a dense array for {name}.")
+    if type(X).__module__.startswith("dask.") and hasattr(X, "dask"):
+        # Never pull a whole distributed array to the client behind the user's back.
+        raise TypeError(
+            f"{name} is a {type(X).__module__}.{type(X).__name__} but this operation needs "
+            f"{name} in memory: call {name}.compute() if it fits, or use a method with a "
+            "distributed path (predict/transform of dask arrays, the fit of GreedyBasis, "
+            "ApproxSVC, ApproxKFD, reduce_expansion; see sparsekm.approx.distributed).")
     try:
         arr = np.asarray(X)
     except Exception as exc:  # ragged lists and the like
