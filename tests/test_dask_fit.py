@@ -91,9 +91,13 @@ def test_lbfgs_solver_in_memory_is_the_squared_hinge_optimum(data):
     b = clf.intercept_
     h = np.maximum(0.0, 1.0 - ys * (G @ w + b))
     # Stationarity of 1/2 ||w||^2 + C sum h^2 (free bias): w = 2 C G^T (y h), sum y h = 0.
-    np.testing.assert_allclose(w, 2 * 10.0 * G.T @ (ys * h), rtol=0, atol=1e-6)
-    np.testing.assert_allclose(np.sum(ys * h), 0.0, atol=1e-6)
-    assert clf.score(X, y) > 0.9
+    # (L-BFGS stops on ftol = 1e-15 relative change: the gradient is ~1e-6 of w.)
+    scale = np.abs(w).max()
+    np.testing.assert_allclose(w, 2 * 10.0 * G.T @ (ys * h), rtol=0, atol=1e-5 * scale)
+    np.testing.assert_allclose(2 * 10.0 * np.sum(ys * h), 0.0, atol=1e-5 * scale)
+    # Squared vs plain hinge on the same Gamma: about the same training accuracy.
+    smo = ApproxSVC(C=10.0, n_basis=12, kernel=RBF(0.5), random_state=0).fit(X, y)
+    assert abs(clf.score(X, y) - smo.score(X, y)) <= 0.05
 
 
 @pytest.mark.parametrize("keep", [True, False], ids=["features-kept", "recomputed"])

@@ -653,7 +653,9 @@ def squared_hinge_lbfgs_distributed(gammas, labels, C, m, client, *, max_iter=10
 
     times = []
     labels = client.compute(labels)  # small: kept on the workers for all evaluations
-    kept = not isinstance(gammas[0], dask.delayed(np.empty).__class__)
+    from dask.delayed import Delayed
+
+    kept = not isinstance(gammas[0], Delayed)
 
     def loss_grad(theta):
         t0 = time.perf_counter()
@@ -661,8 +663,7 @@ def squared_hinge_lbfgs_distributed(gammas, labels, C, m, client, *, max_iter=10
             futs = [client.submit(_sh_block, g, y, theta, C, pure=False)
                     for g, y in zip(gammas, labels, strict=True)]
         else:  # Gamma recomputed from the partitions of X (the dask graph)
-            th = dask.delayed(theta, pure=True, traverse=False)
-            futs = client.compute([dask.delayed(_sh_block)(g, y, th, C)
+            futs = client.compute([dask.delayed(_sh_block)(g, y, theta.copy(), C)
                                    for g, y in zip(gammas, labels, strict=True)])
         parts = _run(client, futs, owner)
         loss = 0.0

@@ -68,7 +68,7 @@ def linear_svm_on_coordinates(Gamma, y, C, *, solver="smo", tol=1e-3, max_iter=-
         array (:mod:`sparsekm.approx.distributed`), O(n m) memory.
     tol : float, default=1e-3
         Stopping tolerance of libsvm/liblinear; for ``"lbfgs"`` ``None`` is used
-        (scipy's ``gtol=1e-10``, ``ftol=1e-15``: solved to rounding).
+        (scipy's ``gtol=1e-10``, ``ftol=1e-15``: the gradient ends ~1e-6 of ``w``).
     max_iter : int, default=-1
         Iteration limit (``-1``: the solver's default; 1000 for ``"lbfgs"``).
 
