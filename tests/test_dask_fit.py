@@ -171,3 +171,36 @@ def test_a_closed_cluster_is_a_clear_error(data):
         client.close()
     with pytest.raises(RuntimeError, match="closed or gone"):
         greedy_basis_distributed(_dask(data[0]), RBF(0.5), 3, first=0, client=client)
+
+
+def test_reduce_expansion_of_dask_vectors_uses_partition_sums(dask_client):
+    from sparsekm import KernelExpansion
+    from sparsekm.reduced_set import reduce_expansion
+    from sparsekm.reduced_set._base import optimal_coefficients
+    from sparsekm.reduced_set.distributed import DaskExpansion
+
+    rng = np.random.default_rng(1)
+    Xv, a = rng.normal(size=(300, 2)), rng.normal(size=300)
+    psi = KernelExpansion(Xv, a, RBF(0.5))
+    dpsi = DaskExpansion(da.from_array(Xv, chunks=(150, 2)), da.from_array(a, chunks=100),
+                         RBF(0.5))
+    Z = rng.normal(size=(4, 2))
+    # The kernel sums over the partitions equal the in-memory ones.
+    np.testing.assert_allclose(dpsi.inner(Z), RBF(0.5)(Z, Xv) @ a, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(dpsi.norm2(), psi.norm2(), rtol=1e-12)
+    den, num = dpsi.fixed_point_sums(Z)
+    s = RBF(0.5).weighted_sums(Xv, Z, np.repeat(a[:, None], 4, axis=1), derivative=True,
+                               moment=True)
+    np.testing.assert_allclose(den, s.total, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(num, s.moment, rtol=1e-12, atol=1e-12)
+    res = reduce_expansion(dpsi, 3, n_init=2, max_iter=6)  # few map-reduces: keep CI fast
+    red = res.expansion
+    assert red.n_terms == 3
+    # beta is Proposition 8 for the constructed Z, and the objective is the in-memory
+    # ||Psi - Psi'||^2 of the result.
+    np.testing.assert_allclose(red.coef, optimal_coefficients(psi, red.vectors), rtol=1e-8,
+                               atol=1e-10)
+    np.testing.assert_allclose(res.objective, psi.distance2(red), rtol=1e-8, atol=1e-10)
+    assert np.all(np.diff(res.objective_path) <= 1e-12) and res.objective < psi.norm2()
+    with pytest.raises(ValueError, match="method='construct' only"):
+        reduce_expansion(dpsi, 5, method="select-kpca")
