@@ -361,7 +361,7 @@ class GreedyBasis(TransformerMixin, BaseEstimator):
 
     def _fit_dask(self, X, keep_factor="auto", callback=None):
         """Algorithm 1 over the partitions of a dask array (nothing of size n on the client)."""
-        from .distributed import check_dask_rows, greedy_basis_distributed, get_client
+        from .distributed import check_dask_rows, get_client, greedy_basis_distributed
 
         self._validate_params()
         X = check_dask_rows(X, "GreedyBasis")
