@@ -31,7 +31,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from ..kernels import Kernel, estimator_kernel, resolve_kernel
-from ..parallel import dask_rowwise
+from ..parallel import dask_rowwise, is_dask_array
 from ..persistence import register, spec
 from ..utils.validation import check_array, check_scalar, validate_X
 
@@ -364,7 +364,15 @@ class GreedyBasis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
                              f"{_PIVOTING}. Got {self.pivoting!r} instead.")
 
     def fit(self, X, y=None):
-        """Select the basis vectors on ``X`` (Algorithm 1)."""
+        """Select the basis vectors on ``X`` (Algorithm 1).
+
+        A ``dask.array`` runs Algorithm 1 over its row chunks on the workers of the
+        current ``dask.distributed`` client (see :mod:`sparsekm.approx.distributed`):
+        the same basis as the in-memory fit, with ``residuals_`` a dask array.
+        """
+        if is_dask_array(X):
+            self._fit_dask(X)
+            return self
         self._fit(X)
         return self
 
@@ -372,9 +380,44 @@ class GreedyBasis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         """Fit and return ``Gamma`` of the training points (no extra kernel evaluations).
 
         The result is the transposed Cholesky factor itself (Fortran-ordered), so no
-        second ``n x m`` array is allocated.
+        second ``n x m`` array is allocated. For a dask array: a lazy dask array
+        (:meth:`transform` of ``X`` with the fitted basis).
         """
+        if is_dask_array(X):
+            return self._fit_dask(X).transform(X)
         return self._fit(X).T
+
+    def _fit_dask(self, X, keep_factor="auto", callback=None):
+        """Algorithm 1 over the partitions of a dask array (nothing of size n on the client)."""
+        from .distributed import check_dask_rows, get_client, greedy_basis_distributed
+
+        self._validate_params()
+        X = check_dask_rows(X, "GreedyBasis")
+        client = get_client(owner="GreedyBasis")
+        # gamma="scale" reduces X.var() on the workers (one number comes back).
+        self.kernel_ = _checked_kernel(self, X)
+        rng = check_random_state(self.random_state)
+        first = int(rng.randint(X.shape[0])) if self.init == "random" else None
+        if self.pivoting != "greedy":
+            raise ValueError("GreedyBasis on a dask array supports pivoting='greedy' only; got "
+                             f"pivoting={self.pivoting!r}.")
+        out = greedy_basis_distributed(X, self.kernel_, self.n_basis, tol=self.tol, first=first,
+                                       init=self.init, keep_factor=keep_factor, client=client,
+                                       callback=callback)
+        piv = out["pivots"]
+        self._rng = rng
+        self.n_features_in_ = X.shape[1]
+        self.n_samples_seen_ = X.shape[0]
+        self.basis_indices_ = piv
+        self.basis_vectors_ = out["basis_vectors"]
+        self.cholesky_ = np.ascontiguousarray(out["cholesky"], dtype=X.dtype)
+        self.residuals_ = out["residuals"]
+        self.mse_ = out["mse"]
+        self.n_basis_ = len(piv)
+        self.n_kernel_evaluations_ = int(X.shape[0] * (1 + len(piv)))
+        self.dask_info_ = {"keep_factor": out["keep_factor"],
+                           "step_seconds": out["step_seconds"]}
+        return self
 
     def _fit(self, X):
         self._validate_params()
@@ -406,6 +449,9 @@ class GreedyBasis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         stays O(batch_size * m); earlier batches are never revisited, so once the
         budget ``n_basis`` is spent later batches only get measured.
         """
+        if is_dask_array(X):
+            raise TypeError("GreedyBasis.partial_fit takes in-memory batches; for a dask array "
+                            "use fit (Algorithm 1 over its partitions on the cluster).")
         if not hasattr(self, "basis_vectors_"):
             self._fit(X)
             return self
@@ -485,6 +531,8 @@ class GreedyBasis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
 
 def _check_X(X, name="X"):
     """``check_array`` with scikit-learn's wording for complex and feature-less input."""
+    if is_dask_array(X):
+        return check_array(X, name)  # a clear TypeError: never computed on the client here
     if not (hasattr(X, "toarray") and hasattr(X, "nnz")):
         X = np.asarray(X)
         if X.dtype.kind == "c":

@@ -19,6 +19,7 @@ from sklearn.svm import SVC, LinearSVC
 
 from ..approx.greedy import GreedyBasis, _checked_kernel
 from ..expansion import KernelExpansion
+from ..parallel import is_dask_array
 from ..persistence import register, spec
 from ..utils.validation import check_scalar, validate_X
 from ._base import (
@@ -31,7 +32,7 @@ from ._base import (
 __all__ = ["ApproxSVC", "linear_svm_on_coordinates", "svc_precomputed"]
 
 _BASES = ("greedy", "support")
-_SOLVERS = ("smo", "liblinear")
+_SOLVERS = ("smo", "liblinear", "lbfgs")
 
 
 def svc_precomputed(K, y, C, *, tol=1e-3, max_iter=-1):
@@ -65,7 +66,16 @@ def linear_svm_on_coordinates(Gamma, y, C, *, solver="smo", tol=1e-3, max_iter=-
         unregularised bias, the paper's choice; ``n^2`` dot products of length
         ``m``). ``"liblinear"``: dual coordinate descent with the hinge loss on
         ``Gamma`` itself, O(n m) memory for large ``n`` (its bias is regularised
-        through ``intercept_scaling``).
+        through ``intercept_scaling``). ``"lbfgs"``: the squared-hinge primal
+        ``1/2 ||w||^2 + C sum_i max(0, 1 - y_i (w^T gamma_i + b))^2`` (LinearSVC's
+        default loss) with a free, unregularised bias ``b`` (the paper's), by scipy's
+        L-BFGS-B from ``w = 0, b = 0`` -- the solver of the distributed fit on a dask
+        array (:mod:`sparsekm.approx.distributed`), O(n m) memory.
+    tol : float, default=1e-3
+        Stopping tolerance of libsvm/liblinear; for ``"lbfgs"`` ``None`` is used
+        (scipy's ``gtol=1e-10``, ``ftol=1e-15``: the gradient ends ~1e-6 of ``w``).
+    max_iter : int, default=-1
+        Iteration limit (``-1``: the solver's default; 1000 for ``"lbfgs"``).
 
     Returns
     -------
@@ -86,6 +96,14 @@ def linear_svm_on_coordinates(Gamma, y, C, *, solver="smo", tol=1e-3, max_iter=-
         svm = LinearSVC(C=C, loss="hinge", dual=True, intercept_scaling=1.0, tol=tol,
                         max_iter=max(20000, max_iter), random_state=random_state).fit(Gamma, y)
         return svm.coef_[0].copy(), float(svm.intercept_[0]), None, None
+    if solver == "lbfgs":
+        from ..approx.distributed import lbfgs_squared_hinge, squared_hinge_objective
+
+        y = np.asarray(y, dtype=np.float64)
+        w, b, _, _ = lbfgs_squared_hinge(
+            lambda theta: squared_hinge_objective(theta, Gamma, y, C), Gamma.shape[1],
+            max_iter=1000 if max_iter == -1 else max_iter)
+        return w, b, None, None
     raise ValueError(f"solver must be one of {_SOLVERS}; got {solver!r}.")
 
 
@@ -127,10 +145,23 @@ class ApproxSVC(BinaryExpansionClassifier):
         paper's suggestion (i)-(iii): train a full SVM, select the basis among its
         support vectors (greedily, at most ``n_basis`` of them), retrain on the
         approximation.
-    solver : {"smo", "liblinear"}, default="smo"
-        See :func:`linear_svm_on_coordinates`.
+    solver : {"smo", "liblinear", "lbfgs"}, default="smo"
+        See :func:`linear_svm_on_coordinates`. ``"smo"`` (libsvm, hinge loss, free
+        bias) stays the in-memory default. A dask ``X`` needs ``"lbfgs"`` (squared
+        hinge, free bias), the one solver that runs as a map-reduce over partitions;
+        the same ``"lbfgs"`` in memory gives the same decision function.
+    max_iter : int, default=-1
+        Iteration limit of the linear SVM solver (``-1``: its default; 1000 L-BFGS
+        iterations for ``"lbfgs"``).
     init : {"random", "max-diag"}, default="random"
     random_state : int, RandomState instance or None, default=None
+
+    Notes
+    -----
+    ``fit`` on a ``dask.array`` (and ``y`` a dask or numpy array) runs on the
+    workers of the current ``dask.distributed`` client: Algorithm 1 over the
+    partitions, then L-BFGS with one map-reduce of the loss and gradient per step
+    (``solver="lbfgs"`` required); see :mod:`sparsekm.approx.distributed`.
 
     Attributes
     ----------
@@ -168,7 +199,7 @@ class ApproxSVC(BinaryExpansionClassifier):
                       "support_": spec.array("iu", (None,))}
 
     def __init__(self, C=1.0, n_basis=0.1, tol=1e-3, kernel=None, basis="greedy", solver="smo",
-                 init="random", random_state=None,
+                 init="random", random_state=None, max_iter=-1,
                  gamma="scale", degree=3, coef0=0.0):
         self.C = C
         self.n_basis = n_basis
@@ -181,6 +212,7 @@ class ApproxSVC(BinaryExpansionClassifier):
         self.solver = solver
         self.init = init
         self.random_state = random_state
+        self.max_iter = max_iter
 
     def fit(self, X, y):
         """Approximate the training set, train the linear SVM on ``Gamma``, map back."""
@@ -191,6 +223,11 @@ class ApproxSVC(BinaryExpansionClassifier):
         if self.solver not in _SOLVERS:
             raise ValueError(f"The 'solver' parameter of ApproxSVC must be one of {_SOLVERS}. "
                              f"Got {self.solver!r} instead.")
+        max_iter = check_scalar(self.max_iter, "max_iter", "ApproxSVC", kind="int", lower=-1)
+        if is_dask_array(X):
+            from ..approx.distributed import fit_approx_svc
+
+            return fit_approx_svc(self, X, y, C, max_iter=1000 if max_iter == -1 else max_iter)
         X = validate_X(self, X)
         self.classes_, ys = binary_targets(y, "ApproxSVC", X.shape[0])
         n = X.shape[0]
@@ -210,6 +247,7 @@ class ApproxSVC(BinaryExpansionClassifier):
             extra += n * basis.n_basis_
         _check_basis_not_empty(basis, "ApproxSVC")
         w, b, support, n_dot = linear_svm_on_coordinates(Gamma, ys, C, solver=self.solver,
+                                                         max_iter=max_iter,
                                                          random_state=self.random_state)
         coef = solve_triangular(basis.cholesky_.T, w, lower=False, check_finite=False)
         self.basis_ = basis

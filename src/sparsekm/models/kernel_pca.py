@@ -33,7 +33,7 @@ from sklearn.utils.validation import check_is_fitted
 from .. import persistence
 from ..expansion import KernelExpansion
 from ..kernels import estimator_kernel
-from ..parallel import dask_rowwise
+from ..parallel import dask_rowwise, is_dask_array
 from ..preimage import _normalise_method, preimage
 from ..utils.validation import check_scalar, validate_X
 
@@ -441,6 +441,14 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             ``rho`` the achieved ``||P_n Phi(x) - Phi(z)||^2`` (eq. 41).
         """
         _normalise_method(method, "KernelPCA.denoise")
+        if is_dask_array(X):
+            # The pre-image solver's restarts draw from one random stream for all rows,
+            # so a chunk-wise result would depend on the chunking: refuse rather than
+            # silently compute on the client and return numpy.
+            raise TypeError(
+                "KernelPCA.denoise does not take a dask array (it returns a PreimageResult "
+                "computed in memory); denoise in-memory blocks of rows, e.g. "
+                "kpca.denoise(X[i:j].compute()); transform maps over dask chunks.")
         X = self._check_X(X)
         psi = self.projection_expansion(X, n_components)
         kw = self._preimage_kwargs(kwargs)

@@ -32,6 +32,7 @@ from scipy.linalg import cho_factor, cho_solve, eigh
 
 from ..approx.greedy import GreedyBasis, _checked_kernel
 from ..expansion import KernelExpansion
+from ..parallel import is_dask_array
 from ..persistence import register, spec
 from ..utils.validation import check_scalar, validate_X
 from ._base import (
@@ -253,8 +254,18 @@ class ApproxKFD(BinaryExpansionClassifier):
         self.random_state = random_state
 
     def fit(self, X, y):
-        """Select the basis on ``X`` and solve eq. 7."""
+        """Select the basis on ``X`` and solve eq. 7.
+
+        A ``dask.array`` ``X`` runs on the current ``dask.distributed`` cluster:
+        Algorithm 1 over its partitions, then the class means and the ``m x m``
+        scatter matrices reduced over the partitions (exact; see
+        :mod:`sparsekm.approx.distributed`).
+        """
         C = _check_C(self.C, "ApproxKFD")
+        if is_dask_array(X):
+            from ..approx.distributed import fit_approx_kfd
+
+            return fit_approx_kfd(self, X, y, C)
         X = validate_X(self, X)
         self.classes_, ys = binary_targets(y, "ApproxKFD", X.shape[0])
         m = resolve_n_basis(self.n_basis, X.shape[0], "ApproxKFD")

@@ -35,6 +35,7 @@ from scipy.special import expit
 
 from ..expansion import KernelExpansion
 from ..kernels import resolve_kernel
+from ..parallel import dask_rowwise
 from ..persistence import register, spec
 from ..utils.progress import progress
 from ..utils.validation import check_scalar, validate_X
@@ -411,6 +412,7 @@ class RVC(BinaryExpansionClassifier):
         self.n_features_in_ = X.shape[1]
         return self
 
+    @dask_rowwise
     def predict_proba(self, X):
         """``P(t | x) = [1 - sigma(f(x)), sigma(f(x))]`` at the posterior mode (eq. 1, 23).
 

@@ -197,7 +197,11 @@ def reduce_expansion(expansion, n_vectors, *, method="construct", shared=False, 
 
     Parameters
     ----------
-    expansion : KernelExpansion
+    expansion : KernelExpansion or DaskExpansion
+        A :class:`~sparsekm.reduced_set.distributed.DaskExpansion` (vectors and
+        coefficients as dask arrays, e.g. 10^6 terms) is reduced on the cluster by
+        :func:`~sparsekm.reduced_set.distributed.construct_distributed` (its kernel
+        sums map-reduced over the partitions; ``method="construct"`` only).
     n_vectors : int
         Vectors per output (``shared=False``) or in total (``shared=True``).
     method : {"construct", "construct+refine", "select-kpca", "select-backward", "select-l1"}
@@ -220,6 +224,14 @@ def reduce_expansion(expansion, n_vectors, *, method="construct", shared=False, 
     ReducedSetResult
     """
     _check_method(method, "reduce_expansion")
+    if type(expansion).__name__ == "DaskExpansion":
+        from .distributed import construct_distributed
+
+        if method != "construct" or shared:
+            raise ValueError("reduce_expansion of a DaskExpansion (dask-array vectors) supports "
+                             f"method='construct' only; got method={method!r}.")
+        check_scalar(n_vectors, "n_vectors", "reduce_expansion", kind="int", lower=1)
+        return construct_distributed(expansion, n_vectors, n_init=n_init, max_iter=max_iter)
     expansion = _check_expansion(expansion, "reduce_expansion")
     multi = expansion.is_multioutput and expansion.n_outputs > 1
     if multi and shared:

@@ -50,6 +50,8 @@ def check_array(X, name="X", *, ndim=2, dtype=None, allow_empty=False, copy=Fals
     """
     if hasattr(X, "toarray") and hasattr(X, "nnz"):
         raise TypeError(f"{name} is a sparse matrix; sparsekm needs a dense array for {name}.")
+    if type(X).__module__.startswith("dask.") and hasattr(X, "dask"):
+        raise _dask_in_memory_error(X, name)
     try:
         arr = np.asarray(X)
     except Exception as exc:  # ragged lists and the like
@@ -148,6 +150,14 @@ def check_finite_kernel_input(X, name="X", owner=None):
     return X
 
 
+def _dask_in_memory_error(X, name="X"):
+    # Never pull a whole distributed array to the client behind the user's back.
+    return TypeError(f"{name} is a {type(X).__module__}.{type(X).__name__} but this operation needs "
+            f"{name} in memory: call {name}.compute() if it fits, or use a method with a "
+            "distributed path (predict/transform of dask arrays, the fit of GreedyBasis, "
+            "ApproxSVC, ApproxKFD, reduce_expansion; see sparsekm.approx.distributed).")
+
+
 def validate_X(estimator, X, y="no_validation", *, reset=True, **kwargs):
     """scikit-learn's ``validate_data`` plus sparsekm's kernel-input check.
 
@@ -159,6 +169,8 @@ def validate_X(estimator, X, y="no_validation", *, reset=True, **kwargs):
     """
     from sklearn.utils.validation import validate_data
 
+    if type(X).__module__.startswith("dask.") and hasattr(X, "dask"):
+        raise _dask_in_memory_error(X)
     kwargs.setdefault("dtype", [np.float64, np.float32])
     # C order: a DataFrame gives a Fortran-ordered array, and the BLAS rounds
     # differently by layout; C order makes DataFrame and array inputs (and a model

@@ -1,0 +1,234 @@
+"""ApproxSVC fitted on a dask.distributed LocalCluster beyond the workers' memory.
+
+Franc & Hlaváč's training-set approximation (Algorithm 1, greedy basis of ``m``
+vectors) and the linear SVM on it (squared-hinge primal, L-BFGS), run over the row
+partitions of a ``dask.array`` on a ``LocalCluster`` of 2 worker processes x 1
+thread with a 1 GiB memory limit each (``sparsekm.approx.distributed``).
+
+Data: ringnorm's generator (Breiman 1996) with 20 features: class +1 ~ N(0, 4 I),
+class -1 ~ N(a, I), a = 2 / sqrt(20), equal priors. Each chunk of rows (and its
+labels) is generated ON the workers from its own seed (``default_rng([seed,
+chunk])``), so 10^7 x 20 float64 (1.6 GB, more than the 2 GiB cluster holds beside
+the factor) never exists in one place. Sizes 10^5, 10^6, 10^7 rows; the same fit
+in memory (``ApproxSVC(solver="lbfgs")`` on numpy arrays, this process) at the
+largest size that fits the in-memory budget (``--in-memory-max``), compared on the
+test set (relative difference of the decision values).
+
+Recorded per size: wall time, the mode chosen (per-partition factor kept in worker
+memory or recomputed from the partitions each step), seconds per pivot and per
+L-BFGS iteration/evaluation, peak RSS of every worker process (sampled every
+0.2 s), worker restarts (addresses seen beyond the initial workers; must be 0),
+test error on 10^5 fresh rows.
+
+Writes ``benchmarks/results/dask_fit.json``. Usage (2 cores shared with others)::
+
+    OMP_NUM_THREADS=1 nice -n 10 python benchmarks/bench_dask_fit.py \
+        [--sizes 100000 1000000 10000000] [--n-basis 50] [--max-iter 15]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import platform
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from sparsekm.kernels import RBF
+from sparsekm.models import ApproxSVC
+
+RESULTS = Path(__file__).resolve().parent / "results"
+GiB = 2**30
+D = 20
+A = 2.0 / np.sqrt(D)
+
+
+def ringnorm_chunk(seed, chunk, n_rows):
+    """Rows and labels of one chunk (the same for the same ``(seed, chunk)``)."""
+    rng = np.random.default_rng([seed, chunk])
+    y = rng.integers(0, 2, size=n_rows)
+    X = rng.standard_normal((n_rows, D))
+    X[y == 1] *= 2.0  # class +1: N(0, 4 I)
+    X[y == 0] += A  # class -1: N(a, I)
+    return X, y
+
+
+def _chunk_X(seed, chunk, n_rows):
+    return ringnorm_chunk(seed, chunk, n_rows)[0]
+
+
+def _chunk_y(seed, chunk, n_rows):
+    return ringnorm_chunk(seed, chunk, n_rows)[1]
+
+
+def dask_ringnorm(n, chunk_rows, seed):
+    import dask
+    import dask.array as da
+
+    sizes = [chunk_rows] * (n // chunk_rows) + ([n % chunk_rows] if n % chunk_rows else [])
+    X = da.concatenate([da.from_delayed(dask.delayed(_chunk_X)(seed, k, s), shape=(s, D),
+                                        dtype=np.float64) for k, s in enumerate(sizes)])
+    y = da.concatenate([da.from_delayed(dask.delayed(_chunk_y)(seed, k, s), shape=(s,),
+                                        dtype=np.int64) for k, s in enumerate(sizes)])
+    return X, y
+
+
+def numpy_ringnorm(n, chunk_rows, seed):
+    sizes = [chunk_rows] * (n // chunk_rows) + ([n % chunk_rows] if n % chunk_rows else [])
+    parts = [ringnorm_chunk(seed, k, s) for k, s in enumerate(sizes)]
+    return np.vstack([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+
+class ClusterMonitor:
+    """Peak RSS of every cluster process, and every worker address ever seen."""
+
+    def __init__(self, client, interval=0.2):
+        import psutil
+
+        self.client, self.interval, self.psutil = client, interval, psutil
+        self.peak = {}
+        self.addresses = set(client.scheduler_info()["workers"])
+        self.initial = set(self.addresses)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _sample(self):
+        me = self.psutil.Process(os.getpid())
+        for p in me.children(recursive=True):
+            try:
+                self.peak[p.pid] = max(self.peak.get(p.pid, 0), p.memory_info().rss)
+            except self.psutil.Error:
+                continue
+        try:
+            self.addresses |= set(self.client.scheduler_info()["workers"])
+        except Exception:  # noqa: BLE001 - sampling only
+            pass
+
+    def _run(self):
+        while not self._stop.is_set():
+            self._sample()
+            time.sleep(self.interval)
+
+    def __enter__(self):
+        self._sample()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+        return False
+
+    @property
+    def restarts(self):
+        return len(self.addresses - self.initial)
+
+
+def _worker_pids():
+    return os.getpid()
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000, 10_000_000])
+    parser.add_argument("--n-basis", type=int, default=50)
+    parser.add_argument("--max-iter", type=int, default=15)
+    parser.add_argument("--C", type=float, default=1.0)
+    parser.add_argument("--chunk-rows", type=int, default=100_000)
+    parser.add_argument("--worker-memory-gib", type=float, default=1.0)
+    parser.add_argument("--in-memory-max", type=int, default=1_000_000)
+    parser.add_argument("--test-rows", type=int, default=100_000)
+    parser.add_argument("--out", default=str(RESULTS / "dask_fit.json"))
+    args = parser.parse_args(argv)
+
+    import dask
+    import distributed
+
+    kernel = RBF(1.0 / (2 * D))  # ~ 1 / (n_features * var): the data's overall variance ~ 2.5
+    X_test, y_test = numpy_ringnorm(args.test_rows, args.test_rows, seed=999)
+    out = {"benchmark": "dask_fit", "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+           "machine": platform.platform(), "cpu_count": os.cpu_count(),
+           "load_average_at_start": os.getloadavg(),
+           "dask_version": dask.__version__, "distributed_version": distributed.__version__,
+           "data": "ringnorm generator, 20 features: +1 ~ N(0, 4I), -1 ~ N(2/sqrt(20), I)",
+           "kernel": repr(kernel), "n_basis": args.n_basis, "C": args.C,
+           "lbfgs_max_iter": args.max_iter, "chunk_rows": args.chunk_rows,
+           "workers": 2, "threads_per_worker": 1,
+           "worker_memory_limit_gib": args.worker_memory_gib, "test_rows": args.test_rows,
+           "runs": []}
+    params = dict(C=args.C, n_basis=args.n_basis, tol=0.0, kernel=kernel, solver="lbfgs",
+                  max_iter=args.max_iter, random_state=0)
+
+    def save():
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(out, indent=2) + "\n")
+
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  memory_limit=f"{args.worker_memory_gib}GiB",
+                                  dashboard_address=None, silence_logs=logging.ERROR) as cluster, \
+            distributed.Client(cluster) as client:
+        client.run(_worker_pids)  # warm the workers
+        for n in args.sizes:
+            X, y = dask_ringnorm(n, args.chunk_rows, seed=0)
+            clf = ApproxSVC(**params)
+            with ClusterMonitor(client) as mon:
+                t0 = time.perf_counter()
+                clf.fit(X, y)
+                wall = time.perf_counter() - t0
+            info = clf.dask_info_
+            f_test = clf.decision_function(X_test)
+            err = float(np.mean(clf.classes_[(f_test > 0).astype(int)] != y_test))
+            steps = np.asarray(info["step_seconds"])
+            evals = np.asarray(info["evaluation_seconds"])
+            run = {"rows": n, "gb_float64": n * D * 8 / 1e9, "n_partitions": int(X.numblocks[0]),
+                   "fit_seconds": wall, "basis_seconds": info["basis_seconds"],
+                   "n_basis": int(clf.basis_.n_basis_),
+                   "factor_kept_in_worker_memory": info["keep_factor"],
+                   "features_kept_in_worker_memory": info["keep_features"],
+                   "seconds_per_pivot_mean": float(steps.mean()),
+                   "seconds_per_pivot_last": float(steps[-1]),
+                   "svm_seconds": info["svm_seconds"], "lbfgs_iterations": int(clf.n_iter_),
+                   "lbfgs_evaluations": int(info["n_evaluations"]),
+                   "seconds_per_lbfgs_iteration": info["svm_seconds"] / max(clf.n_iter_, 1),
+                   "seconds_per_evaluation_mean": float(evals.mean()),
+                   "test_error": err,
+                   "peak_rss_largest_cluster_process_gib": max(mon.peak.values()) / GiB,
+                   "worker_restarts": mon.restarts,
+                   "load_average_after": os.getloadavg()}
+            print(json.dumps(run), flush=True)
+            if n <= args.in_memory_max:
+                Xn, yn = numpy_ringnorm(n, args.chunk_rows, seed=0)
+                t0 = time.perf_counter()
+                mem = ApproxSVC(**params).fit(Xn, yn)
+                t_mem = time.perf_counter() - t0
+                del Xn, yn
+                f_mem = mem.decision_function(X_test)
+                run["in_memory"] = {
+                    "fit_seconds": t_mem,
+                    "same_basis": bool(np.array_equal(mem.basis_.basis_indices_,
+                                                      clf.basis_.basis_indices_)),
+                    "max_rel_diff_decision_values": float(
+                        np.max(np.abs(f_mem - f_test)) / np.max(np.abs(f_mem))),
+                    "test_error": float(np.mean(mem.predict(X_test) != y_test))}
+                print(json.dumps(run["in_memory"]), flush=True)
+            out["runs"].append(run)
+            save()
+    out["load_average_at_end"] = os.getloadavg()
+    out["worker_restarts_total"] = sum(r["worker_restarts"] for r in out["runs"])
+    ns = [r["rows"] for r in out["runs"]]
+    if len(ns) > 1:
+        out["scaling_fit_seconds_per_million_rows"] = {
+            str(r["rows"]): r["fit_seconds"] / (r["rows"] / 1e6) for r in out["runs"]}
+    save()
+    print(json.dumps(out, indent=2))
+    return out
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,784 @@
+"""Training-set approximation and the models on it, run on a ``dask.distributed`` cluster.
+
+``pip install sparsekm[dask]``. These functions take a ``dask.array.Array`` of rows
+split into row chunks (the *partitions*) and run on the workers of the current
+``dask.distributed.Client``; the client only ever holds ``O(m^2 + m d)`` numbers
+(``m`` basis vectors of ``d`` features) plus ``O(m)`` per partition and step. They
+are what :meth:`GreedyBasis.fit <sparsekm.approx.GreedyBasis.fit>`,
+:meth:`ApproxSVC.fit <sparsekm.models.ApproxSVC.fit>` and
+:meth:`ApproxKFD.fit <sparsekm.models.ApproxKFD.fit>` call for a dask array.
+
+**Algorithm 1 over partitions** (:func:`greedy_basis_distributed`). Franc &
+Hlaváč's greedy selection is a pivoted incomplete Cholesky factorisation (see
+:mod:`sparsekm.approx.greedy`). Every step is one round trip:
+
+1. each partition reports the largest residual ``se(x)`` among its rows, its
+   position, the row itself and its coordinates ``gamma(x_p)`` on the current basis;
+2. the client takes the global arg-max (ties: the lowest global row index, as
+   ``np.argmax`` on all residuals -- the rule of the in-memory fit) and appends
+   the row ``[gamma(x_p), sqrt(se(x_p))]`` to ``L_r`` (``m x m``);
+3. the pivot (``x_p``, ``gamma(x_p)``, ``se(x_p)``) is broadcast to the partitions,
+   which update their rows of ``L`` and their residuals.
+
+One pivot per step, so the selection rule is literally the in-memory one: the same
+points are selected (up to exact ties broken by rounding). Two ways to keep the
+per-partition state, chosen by ``keep_factor``:
+
+``keep_factor=True``
+    Each partition's rows of ``X``, of the factor ``L`` and of ``se`` live in the
+    worker's memory (a future per partition); step ``j`` costs one kernel column and
+    one ``j``-term product per row, ``O(n (d + j))`` -- the in-memory algorithm, cut
+    into row blocks. Needs ``8 n (d + m + 1)`` bytes on the workers in all.
+``keep_factor=False``
+    Nothing of size ``n`` is kept: every step re-reads the partitions from the dask
+    graph (e.g. a generator or a file) and recomputes ``gamma(x) = L_r^{-1} k_r(x)``,
+    ``O(n j (d + j))`` per step. For data (and a factor) larger than the workers'
+    memory.
+
+``"auto"`` keeps the factor when it takes at most a third of the workers' total
+memory limit.
+
+**Models.** :func:`approx_kfd_distributed` reduces the per-class sums and the
+``m x m`` within-class scatter of the rows of ``A = Gamma L_r^T`` over the
+partitions (two passes: means, then centred scatter -- the in-memory formula).
+:func:`squared_hinge_lbfgs_distributed` minimises the squared-hinge primal on
+``Gamma`` by L-BFGS with one map-reduce of the loss and its gradient per
+evaluation. Both agree with the in-memory fits up to the order of the sums.
+
+**Errors.** A dask array with unknown chunk sizes, a feature count that does not
+match, no client, or a client whose cluster is closed or gone raise a
+``ValueError``/``RuntimeError`` naming the problem; nothing falls back to
+computing on the client.
+
+A real cluster changes nothing in the code: connect with
+``distributed.Client("scheduler-address:8786")`` before calling ``fit``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import optimize
+from scipy.linalg import solve_triangular
+
+__all__ = [
+    "check_dask_rows",
+    "get_client",
+    "greedy_basis_distributed",
+    "approx_kfd_distributed",
+    "squared_hinge_lbfgs_distributed",
+    "squared_hinge_objective",
+    "row_partitions",
+]
+
+#: Fraction of the workers' total memory limit the kept per-partition state may use.
+_KEEP_FRACTION = 1.0 / 3.0
+
+
+# -- client, cluster and input checks ------------------------------------------------------
+
+
+def get_client(client=None, owner="sparsekm"):
+    """The ``dask.distributed`` client to run on, checked to be alive.
+
+    Raises
+    ------
+    RuntimeError
+        No client exists, or its cluster is closed or unreachable.
+    """
+    try:
+        import distributed
+    except ImportError:  # pragma: no cover - dask is an extra
+        raise ImportError(f"{owner} on a dask array needs dask.distributed: "
+                          "pip install sparsekm[dask].") from None
+    if client is None:
+        try:
+            client = distributed.get_client()
+        except ValueError:
+            raise RuntimeError(
+                f"{owner} on a dask array runs on a dask.distributed cluster, but there is no "
+                "client: create one first, e.g. distributed.Client(LocalCluster()) or "
+                "distributed.Client('scheduler-address:8786').") from None
+    if client.status != "running":
+        raise RuntimeError(f"{owner}: the dask.distributed client is {client.status!r} (its "
+                           "cluster is closed or gone); connect a new Client.")
+    try:
+        info = client.scheduler_info()
+    except Exception as exc:  # noqa: BLE001 - any comm failure means the cluster is gone
+        raise RuntimeError(f"{owner}: the dask cluster does not answer ({exc!r}); it is closed "
+                           "or gone.") from None
+    if not info.get("workers"):
+        raise RuntimeError(f"{owner}: the dask cluster has no workers.")
+    return client
+
+
+def _run(client, futures, owner):
+    """``client.gather(futures)`` with a clear error when the cluster goes away."""
+    try:
+        return client.gather(futures)
+    except (OSError, TimeoutError) as exc:
+        raise RuntimeError(f"{owner}: lost the dask cluster during the computation "
+                           f"({type(exc).__name__}: {exc}).") from exc
+    except Exception as exc:
+        if type(exc).__name__ in ("CommClosedError", "KilledWorker", "CancelledError",
+                                  "FutureCancelledError"):
+            raise RuntimeError(f"{owner}: the dask cluster failed during the computation "
+                               f"({type(exc).__name__}: {exc}).") from exc
+        raise
+
+
+def check_dask_rows(X, owner, name="X", n_features=None):
+    """Validate a dask array of rows without computing it; merge its column chunks.
+
+    Raises
+    ------
+    ValueError
+        Not 2-D, unknown (NaN) chunk sizes, no rows, a non-numeric dtype, or a feature
+        count other than ``n_features``.
+    """
+    if X.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D array (n_samples, n_features); got shape "
+                         f"{X.shape}.")
+    if any(np.isnan(c) for chunks in X.chunks for c in chunks):
+        raise ValueError(f"{owner}: {name} has unknown chunk sizes (NaN in {name}.chunks, e.g. "
+                         f"after boolean indexing); call {name}.compute_chunk_sizes() first.")
+    if X.shape[0] == 0:
+        raise ValueError(f"{name} is empty (shape {X.shape}); at least one sample is required.")
+    if X.shape[1] == 0:
+        raise ValueError(f"{name} has 0 features (shape {X.shape}); at least one is required.")
+    if X.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must hold real numbers; got a dask array of dtype {X.dtype}.")
+    if n_features is not None and X.shape[1] != n_features:
+        raise ValueError(f"{name} has {X.shape[1]} features, but {owner} is expecting "
+                         f"{n_features} features as input.")
+    if X.dtype not in (np.float32, np.float64):
+        X = X.astype(np.float64)
+    if X.numblocks[1] != 1:
+        X = X.rechunk({1: -1})
+    return X
+
+
+def row_partitions(X):
+    """The row chunks of ``X`` as a list of ``dask.delayed`` objects, in row order."""
+    return list(X.to_delayed().ravel())
+
+
+def _check_finite_block(B, name):
+    if not np.isfinite(B).all():
+        what = "NaN" if np.isnan(B).any() else "infinity"
+        raise ValueError(f"{name} contains {what}; sparsekm needs finite values in {name}.")
+    return B
+
+
+def _worker_memory(client):
+    workers = client.scheduler_info().get("workers", {})
+    limits = [w.get("memory_limit") or 0 for w in workers.values()]
+    return float(sum(limits)) if all(limits) else float("inf")
+
+
+def _decide_keep(keep, client, n_bytes):
+    if keep == "auto":
+        return n_bytes <= _KEEP_FRACTION * _worker_memory(client)
+    if keep not in (True, False):
+        raise ValueError(f"keep_factor must be True, False or 'auto'; got {keep!r}.")
+    return keep
+
+
+# -- Algorithm 1, per-partition tasks ----------------------------------------------------------
+
+
+class _PartitionState:
+    """A partition's rows of ``X``, of ``L^T`` (rows = basis vectors) and of ``se``."""
+
+    def __init__(self, X, kernel, m_max):
+        self.X = X
+        self.x_sq = kernel._sqnorms(X)
+        self.diag = kernel.diag(X).astype(X.dtype)
+        self.se = self.diag.copy()
+        self.L = np.empty((m_max, X.shape[0]), dtype=X.dtype)
+        self.j = 0  # rows of L filled (guards against a re-run task applying a step twice)
+
+    def __sizeof__(self):
+        # What dask's scheduler sees: without it the state looks tiny and may be moved
+        # between workers for load balancing.
+        return int(self.X.nbytes + self.L.nbytes + self.se.nbytes + self.diag.nbytes
+                   + (0 if self.x_sq is None else self.x_sq.nbytes)) + 128
+
+
+def _summary(se, X, G, pivots_here, start):
+    """Largest residual of the partition: (se_max, global index, row, gamma of the row)."""
+    if pivots_here:
+        se = se.copy()
+        se[np.asarray(pivots_here) - start] = 0.0
+    i = int(np.argmax(se))
+    return float(se[i]), start + i, X[i].copy(), G[:, i].copy()
+
+
+def _keep_init(X, kernel, m_max, start):
+    X = _check_finite_block(np.asarray(X), "X")
+    st = _PartitionState(X, kernel, m_max)
+    return st
+
+
+def _keep_first_summary(st, start):
+    i = int(np.argmax(st.diag))
+    return float(st.diag[i]), start + i
+
+
+def _keep_step(st, kernel, j, x_p, g_p, se_p, p, start):
+    """Add pivot ``j`` (row ``x_p``, coordinates ``g_p``, residual ``se_p``) to the partition.
+
+    The in-memory update of :func:`~sparsekm.approx.greedy.pivoted_cholesky`:
+    ``l = (k(X, x_p) - L[:j]^T g_p) / sqrt(se_p)``, ``se <- max(se - l^2, 0)``.
+    """
+    if st.j not in (j, j + 1):
+        raise RuntimeError(f"GreedyBasis: a partition lost its state (it holds {st.j} pivots, "
+                           f"step {j} expected {j}); a worker was restarted during the fit.")
+    if st.j == j:  # not yet applied (a retried task finds st.j == j + 1)
+        col = kernel._block(st.X, x_p[None, :], st.x_sq,
+                            None if st.x_sq is None else kernel._sqnorms(x_p[None, :]))[:, 0]
+        if j:
+            col -= g_p @ st.L[:j]
+        col /= np.sqrt(se_p)
+        local = p - start
+        if 0 <= local < st.X.shape[0]:
+            col[local] = np.sqrt(se_p)
+        st.L[j] = col
+        st.se -= col * col
+        if 0 <= local < st.X.shape[0]:
+            st.se[local] = 0.0
+        np.maximum(st.se, 0.0, out=st.se)
+        st.j = j + 1
+    return st
+
+
+def _keep_summary(st, start):
+    i = int(np.argmax(st.se))
+    return float(st.se[i]), start + i, st.X[i].copy(), st.L[:st.j, i].copy()
+
+
+def _keep_result(st, m):
+    return st.se.copy()
+
+
+def _stream_diag(X, kernel, start):
+    X = _check_finite_block(np.asarray(X), "X")
+    d = kernel.diag(X)
+    i = int(np.argmax(d))
+    return float(d[i]), start + i
+
+
+def _stream_residuals(X, kernel, Xr, Lr):
+    """``gamma`` (m, n_chunk) and ``se`` of a partition's rows on the basis ``(Xr, L_r)``."""
+    X = np.asarray(X)
+    d = kernel.diag(X).astype(X.dtype)
+    if Xr.shape[0] == 0:
+        return np.zeros((0, X.shape[0]), X.dtype), d
+    G = solve_triangular(Lr, kernel(X, Xr).T, lower=True, check_finite=False)
+    se = d - np.einsum("ij,ij->j", G, G)
+    np.maximum(se, 0.0, out=se)
+    return G, se
+
+
+def _stream_step(X, kernel, Xr, Lr, pivots_here, start):
+    G, se = _stream_residuals(X, kernel, Xr, Lr)
+    return _summary(se, np.asarray(X), G, pivots_here, start)
+
+
+def _stream_final(X, kernel, Xr, Lr, pivots_here, start):
+    _, se = _stream_residuals(X, kernel, Xr, Lr)
+    if pivots_here:
+        se[np.asarray(pivots_here) - start] = 0.0
+    return se
+
+
+def greedy_basis_distributed(X, kernel, n_basis, *, tol=1e-3, first=None, init="random",
+                             keep_factor="auto", client=None, callback=None):
+    """Algorithm 1 (greedy pivoted Cholesky) over the row partitions of a dask array.
+
+    Parameters
+    ----------
+    X : dask.array.Array of shape (n_samples, n_features)
+        Validated by :func:`check_dask_rows`; each row chunk is a partition.
+    kernel : Kernel
+        A positive semi-definite kernel.
+    n_basis : int
+        Maximum number of basis vectors ``m``.
+    tol : float, default=1e-3
+        Stop once ``max se(x) < tol`` (the paper's epsilon).
+    first : int or None
+        Global index of the first pivot (``init="random"`` draws it on the client as
+        the in-memory fit does); ``None`` uses ``init``.
+    init : {"random", "max-diag"}
+        Only used when ``first`` is None: ``"max-diag"`` takes the largest ``k(x, x)``
+        (lowest index on ties).
+    keep_factor : bool or "auto", default="auto"
+        Keep each partition's rows of ``X``, ``L`` and ``se`` in worker memory
+        (``O(n m)`` time per step... see the module notes) or re-read the partitions
+        and recompute the coordinates every step (``O(n)`` worker memory).
+    client : distributed.Client or None
+        ``None``: the current client.
+    callback : callable, optional
+        ``callback(j, seconds)`` after every pivot.
+
+    Returns
+    -------
+    dict
+        ``pivots`` (m,), ``basis_vectors`` (m, d), ``cholesky`` (m, m) lower
+        triangular ``L_r``, ``residuals`` (dask array of ``se`` over the rows, lazy
+        or backed by the kept state), ``mse`` (mean residual), ``keep_factor``
+        (the mode used), ``step_seconds`` (wall time of each step).
+    """
+    import time
+
+    import dask
+    import dask.array as da
+
+    owner = "GreedyBasis"
+    client = get_client(client, owner)
+    n, dim = X.shape
+    m_max = int(min(n_basis, n))
+    dtype = X.dtype
+    keep = _decide_keep(keep_factor, client, 8.0 * n * (dim + m_max + 2))
+    parts = row_partitions(X)
+    starts = np.concatenate([[0], np.cumsum(X.chunks[0])[:-1]]).astype(int)
+    sizes = np.asarray(X.chunks[0], dtype=int)
+    kern = dask.delayed(kernel, pure=True, traverse=False)
+    kern_f = client.scatter(kernel, broadcast=True, hash=False)
+
+    # Step 0: per-partition diagonals (largest k(x, x) and its row, and sum for the floor).
+    if keep:
+        states = client.compute([dask.delayed(_keep_init)(b, kern, m_max, int(s))
+                                 for b, s in zip(parts, starts, strict=True)])
+        first_info = _run(client, [client.submit(_keep_first_summary, st, int(s), pure=False)
+                                   for st, s in zip(states, starts, strict=True)], owner)
+        # Every later task of a partition runs where its state lives: nothing of size n
+        # moves between workers.
+        who = client.who_has(states)
+        homes = [list(who[st.key])[:1] or None for st in states]
+    else:
+        states = None
+        first_info = _run(client, client.compute(
+            [dask.delayed(_stream_diag)(b, kern, int(s))
+             for b, s in zip(parts, starts, strict=True)]), owner)
+    diag_max = max(info[0] for info in first_info)
+    floor = 10.0 * n * np.finfo(dtype).eps * max(diag_max, np.finfo(dtype).tiny)
+
+    def owner_of(p):
+        return int(np.searchsorted(starts, p, side="right") - 1)
+
+    def best(infos):
+        # Largest se; ties: lowest partition (then np.argmax's lowest index within it).
+        k = int(np.argmax([info[0] for info in infos]))
+        return infos[k]
+
+    if first is None:
+        if init != "max-diag":
+            raise ValueError("greedy_basis_distributed needs `first` unless init='max-diag'.")
+        first = best(first_info)[1]
+    first = int(first)
+    if not 0 <= first < n:
+        raise ValueError(f"first pivot {first} is out of range for {n} rows.")
+
+    pivots = []
+    Xr = np.empty((0, dim), dtype=dtype)
+    Lr = np.zeros((0, 0), dtype=np.float64)
+    step_seconds = []
+    # The first pivot's row, coordinates (none yet) and residual k(x_p, x_p).
+    k_first = owner_of(first)
+    local_first = first - int(starts[k_first])
+    row = client.submit(_pick_row, parts_future(client, parts, k_first, states), local_first,
+                        pure=False)
+    x_first = _run(client, row, owner)
+    cand = (float(kernel.diag(x_first[None, :])[0]), first, x_first, np.zeros(0, dtype))
+    # The in-memory loop checks the stopping rule on the current residuals first.
+    se_max_now = diag_max
+    for j in range(m_max):
+        t0 = time.perf_counter()
+        if se_max_now < tol or se_max_now <= floor:
+            break
+        se_p, p, x_p, g_p = cand
+        if se_p <= floor:
+            break
+        pivots.append(int(p))
+        # Grow L_r by the row [gamma(x_p), sqrt(se_p)] (lower triangular).
+        L_next = np.zeros((j + 1, j + 1))
+        L_next[:j, :j] = Lr
+        L_next[j, :j] = g_p
+        L_next[j, j] = np.sqrt(se_p)
+        Lr = L_next
+        Xr = np.vstack([Xr, x_p[None, :]])
+        if keep:
+            # The step returns the (updated) state as a new future: correct wherever the
+            # scheduler runs it, and the old key is released.
+            states = [client.submit(_keep_step, st, kern_f, j, x_p, g_p, se_p, int(p), int(s),
+                                    pure=False, workers=home)
+                      for st, s, home in zip(states, starts, homes, strict=True)]
+            infos = _run(client, [client.submit(_keep_summary, st, int(s), pure=False,
+                                                workers=home)
+                                  for st, s, home in zip(states, starts, homes, strict=True)],
+                         owner)
+        else:
+            Lr_cast = Lr.astype(dtype)
+            here = _pivots_by_partition(pivots, starts, sizes)
+            infos = _run(client, client.compute(
+                [dask.delayed(_stream_step)(b, kern, Xr, Lr_cast, here[k], int(starts[k]))
+                 for k, b in enumerate(parts)]), owner)
+        top = best(infos)
+        se_max_now = top[0]
+        cand = top
+        step_seconds.append(time.perf_counter() - t0)
+        if callback is not None:
+            callback(len(pivots), step_seconds[-1])
+
+    m = len(pivots)
+    if keep:
+        se_futs = [client.submit(_keep_result, st, m, pure=False, workers=home)
+                   for st, home in zip(states, homes, strict=True)]
+        residuals = da.concatenate([
+            da.from_delayed(f, shape=(int(c),), dtype=dtype) for f, c in
+            zip(se_futs, sizes, strict=True)])
+        residuals = client.persist(residuals)
+        del states
+    else:
+        here = _pivots_by_partition(pivots, starts, sizes)
+        Lr_cast = Lr.astype(dtype)
+        residuals = da.concatenate([
+            da.from_delayed(dask.delayed(_stream_final)(b, kern, Xr, Lr_cast, here[k],
+                                                        int(starts[k])),
+                            shape=(int(sizes[k]),), dtype=dtype)
+            for k, b in enumerate(parts)])
+    mse = float(_run(client, client.compute(residuals.sum()), owner)) / n
+    return {"pivots": np.asarray(pivots, dtype=np.intp), "basis_vectors": Xr,
+            "cholesky": Lr, "residuals": residuals, "mse": mse, "keep_factor": bool(keep),
+            "step_seconds": np.asarray(step_seconds)}
+
+
+def _pick_row(block, i):
+    block = block.X if isinstance(block, _PartitionState) else np.asarray(block)
+    return np.array(block[i], copy=True)
+
+
+def parts_future(client, parts, k, states):
+    """Partition ``k`` as a future: the kept state, or the delayed block computed once."""
+    if states is not None:
+        return states[k]
+    return client.compute(parts[k])
+
+
+def _pivots_by_partition(pivots, starts, sizes):
+    out = [[] for _ in starts]
+    for p in pivots:
+        k = int(np.searchsorted(starts, p, side="right") - 1)
+        out[k].append(int(p))
+    return out
+
+
+# -- models on Gamma ----------------------------------------------------------------------------
+
+
+def _features(X, kernel, Xr, Lr):
+    """``Gamma`` of a partition's rows (n_chunk, m), in float64."""
+    X = np.asarray(X)
+    G = solve_triangular(Lr, kernel(X, Xr).T, lower=True, check_finite=False)
+    return np.ascontiguousarray(G.T, dtype=np.float64)
+
+
+def _labels_block(y, positive):
+    y = np.asarray(y)
+    return np.where(y == positive, 1.0, -1.0)
+
+
+def gamma_partitions(X, basis, client, keep="auto"):
+    """Per-partition ``Gamma`` as futures (kept in worker memory) or delayed (recomputed).
+
+    Returns a list with one entry per row chunk of ``X`` and whether they are kept.
+    """
+    import dask
+
+    n, m = X.shape[0], basis.n_basis_
+    keep = _decide_keep(keep, client, 8.0 * n * (m + 2))
+    kern = dask.delayed(basis.kernel_, pure=True, traverse=False)
+    Xr = dask.delayed(basis.basis_vectors_, pure=True, traverse=False)
+    Lr = dask.delayed(basis.cholesky_.astype(basis.basis_vectors_.dtype), pure=True,
+                      traverse=False)
+    parts = [dask.delayed(_features)(b, kern, Xr, Lr) for b in row_partitions(X)]
+    if keep:
+        parts = client.compute(parts)
+    return parts, keep
+
+
+def label_partitions(y, X, classes, owner):
+    """Per-partition ±1 labels (``classes[1]`` positive) matching ``X``'s row chunks."""
+    import dask
+    import dask.array as da
+
+    if isinstance(y, da.Array):
+        if y.ndim != 1:
+            raise ValueError(f"y must be 1-D with one label per row of X; got shape {y.shape}.")
+        if any(np.isnan(c) for c in y.chunks[0]):
+            raise ValueError(f"{owner}: y has unknown chunk sizes; call "
+                             "y.compute_chunk_sizes() first.")
+        if y.shape[0] != X.shape[0]:
+            raise ValueError(f"y must be 1-D with one label per row of X; got shape {y.shape} "
+                             f"for {X.shape[0]} samples.")
+        if y.chunks[0] != X.chunks[0]:
+            y = y.rechunk({0: X.chunks[0]})
+        blocks = list(y.to_delayed().ravel())
+    else:
+        y = np.asarray(y)
+        if y.ndim != 1 or y.shape[0] != X.shape[0]:
+            raise ValueError(f"y must be 1-D with one label per row of X; got shape {y.shape} "
+                             f"for {X.shape[0]} samples.")
+        ends = np.cumsum(X.chunks[0])
+        blocks = [y[e - c:e] for e, c in zip(ends, X.chunks[0], strict=True)]
+    return [dask.delayed(_labels_block)(b, classes[1]) for b in blocks]
+
+
+def binary_classes_distributed(y, owner, client):
+    """``classes_`` of a binary problem from a dask or numpy ``y`` (computed on the workers)."""
+    import dask.array as da
+
+    if isinstance(y, da.Array):
+        classes = np.asarray(_run(client, client.compute(da.unique(y)), owner))
+    else:
+        from sklearn.utils.multiclass import check_classification_targets
+        check_classification_targets(y)
+        classes = np.unique(y)
+    if classes.size != 2:
+        raise ValueError(f"Only binary classification is supported by {owner}; y has "
+                         f"{classes.size} class(es) {classes.tolist()[:5]}. Use "
+                         f"sklearn.multiclass.OneVsRestClassifier for more classes.")
+    return classes
+
+
+def _class_sums(G, y, Lr):
+    A = G @ Lr.T
+    out = []
+    for label in (1.0, -1.0):
+        Ak = A[y == label]
+        out.append((Ak.shape[0], Ak.sum(axis=0)))
+    return out
+
+
+def _class_scatter(G, y, Lr, means):
+    A = G @ Lr.T
+    out = []
+    for label, mu in zip((1.0, -1.0), means, strict=True):
+        Ac = A[y == label] - mu
+        out.append(Ac.T @ Ac)
+    return out
+
+
+def approx_kfd_distributed(gammas, labels, cholesky, C, client, owner="ApproxKFD"):
+    """Eq. 7 from per-partition ``Gamma`` and labels: ``(alpha', b, n_per_class)``.
+
+    Two map-reduces: the per-class counts and sums of the rows of ``A = Gamma L_r^T``
+    (the class means), then the per-class centred scatter ``sum (A - mu)^T (A - mu)``
+    -- the in-memory :func:`~sparsekm.models.kfd.fisher_scatter`, summed by partition.
+    """
+    import dask
+
+    from ..models.kfd import _threshold, kfd_solve
+
+    Lr = np.asarray(cholesky, dtype=np.float64)
+    sums = _run(client, client.compute([dask.delayed(_class_sums)(g, y, Lr)
+                                        for g, y in zip(gammas, labels, strict=True)]), owner)
+    counts = [sum(s[k][0] for s in sums) for k in range(2)]
+    if min(counts) == 0:
+        raise ValueError(f"{owner}: both classes need at least one sample.")
+    means = tuple(sum(s[k][1] for s in sums) / counts[k] for k in range(2))
+    scat = _run(client, client.compute([dask.delayed(_class_scatter)(g, y, Lr, means)
+                                        for g, y in zip(gammas, labels, strict=True)]), owner)
+    N = sum(s[0] for s in scat) / counts[0] + sum(s[1] for s in scat) / counts[1]
+    d = means[0] - means[1]
+    coef = kfd_solve(N, d, C)
+    return coef, _threshold(coef, means), counts
+
+
+def squared_hinge_objective(theta, G, y, C):
+    """``1/2 ||w||^2 + C sum_i max(0, 1 - y_i (w^T gamma_i + b))^2`` and its gradient.
+
+    ``theta = (w, b)``; the intercept ``b`` is not regularised (the paper's free bias).
+    Returns the loss part ``C sum h^2`` and its gradient only when ``G`` is a block
+    (the regulariser is added once by the caller): ``(loss, grad)`` with ``grad`` of
+    length ``m + 1``.
+    """
+    w, b = theta[:-1], theta[-1]
+    h = 1.0 - y * (G @ w + b)
+    np.maximum(h, 0.0, out=h)
+    yh = y * h
+    loss = C * float(h @ h)
+    grad = np.empty_like(theta)
+    grad[:-1] = -2.0 * C * (G.T @ yh)
+    grad[-1] = -2.0 * C * float(yh.sum())
+    return loss, grad
+
+
+def _sh_block(G, y, theta, C):
+    return squared_hinge_objective(theta, G, y, C)
+
+
+def lbfgs_squared_hinge(loss_grad, m, *, max_iter=1000, tol=None, callback=None):
+    """Minimise ``1/2 ||w||^2 + loss(w, b)`` by scipy's L-BFGS-B from ``w = 0, b = 0``.
+
+    ``loss_grad(theta)`` returns the data term and its gradient. Returns
+    ``(w, b, n_iter, n_evaluations)``.
+    """
+    def fun(theta):
+        loss, grad = loss_grad(theta)
+        w = theta[:-1]
+        grad = grad.copy()
+        grad[:-1] += w
+        return 0.5 * float(w @ w) + loss, grad
+
+    theta0 = np.zeros(m + 1)
+    res = optimize.minimize(fun, theta0, jac=True, method="L-BFGS-B", callback=callback,
+                            options={"maxiter": int(max_iter), "maxcor": 20,
+                                     "ftol": 1e-15 if tol is None else tol,
+                                     "gtol": 1e-10 if tol is None else tol})
+    return res.x[:-1].copy(), float(res.x[-1]), int(res.nit), int(res.nfev)
+
+
+def squared_hinge_lbfgs_distributed(gammas, labels, C, m, client, *, max_iter=1000, tol=None,
+                                    owner="ApproxSVC", callback=None):
+    """The squared-hinge primal by L-BFGS, one map-reduce over the partitions per evaluation.
+
+    Each partition returns its ``C sum h^2`` and gradient (``m + 1`` numbers); the
+    client adds them (in partition order) and runs scipy's L-BFGS-B. Returns
+    ``(w, b, n_iter, n_evaluations, seconds_per_evaluation)``.
+    """
+    import time
+
+    import dask
+
+    times = []
+    labels = client.compute(labels)  # small: kept on the workers for all evaluations
+    from dask.delayed import Delayed
+
+    kept = not isinstance(gammas[0], Delayed)
+
+    def loss_grad(theta):
+        t0 = time.perf_counter()
+        if kept:  # Gamma in worker memory: plain task submission, no graph to build
+            futs = [client.submit(_sh_block, g, y, theta, C, pure=False)
+                    for g, y in zip(gammas, labels, strict=True)]
+        else:  # Gamma recomputed from the partitions of X (the dask graph)
+            futs = client.compute([dask.delayed(_sh_block)(g, y, theta.copy(), C)
+                                   for g, y in zip(gammas, labels, strict=True)])
+        parts = _run(client, futs, owner)
+        loss = 0.0
+        grad = np.zeros(m + 1)
+        for part_loss, part_grad in parts:
+            loss += part_loss
+            grad += part_grad
+        times.append(time.perf_counter() - t0)
+        return loss, grad
+
+    w, b, nit, nfev = lbfgs_squared_hinge(loss_grad, m, max_iter=max_iter, tol=tol,
+                                          callback=callback)
+    return w, b, nit, nfev, np.asarray(times)
+
+
+# -- the estimators' dask paths ---------------------------------------------------------------
+
+
+def _fit_basis(est, X, owner, keep_factor="auto", callback=None):
+    """Shared start of the models' dask fits: checks, classes, ``m`` and the greedy basis."""
+    from ..models._base import resolve_n_basis
+    from ..models.approx_svm import _check_basis_not_empty
+    from .greedy import GreedyBasis, _checked_kernel
+
+    X = check_dask_rows(X, owner)
+    client = get_client(owner=owner)
+    m = resolve_n_basis(est.n_basis, X.shape[0], owner)
+    kernel = _checked_kernel(est.kernel, X, owner)
+    basis = GreedyBasis(n_basis=m, tol=est.tol, kernel=kernel, init=est.init,
+                        random_state=est.random_state)
+    basis._fit_dask(X, keep_factor=keep_factor, callback=callback)
+    _check_basis_not_empty(basis, owner)
+    return X, client, kernel, basis
+
+
+def fit_approx_kfd(est, X, y, C):
+    """:meth:`ApproxKFD.fit <sparsekm.models.ApproxKFD.fit>` for a dask ``X`` (eq. 7 reduced
+    over the partitions; ``y`` a dask or numpy array)."""
+    from ..expansion import KernelExpansion
+
+    owner = "ApproxKFD"
+    X = check_dask_rows(X, owner)
+    client = get_client(owner=owner)
+    classes = binary_classes_distributed(y, owner, client)
+    labels = label_partitions(y, X, classes, owner)
+    X, client, kernel, basis = _fit_basis(est, X, owner)
+    gammas, _ = gamma_partitions(X, basis, client)
+    coef, b, _ = approx_kfd_distributed(gammas, labels, basis.cholesky_, C, client, owner)
+    est.classes_ = classes
+    est.kernel_ = kernel
+    est.basis_ = basis
+    est.coef_ = coef
+    est.intercept_ = b
+    est.expansion_ = KernelExpansion(basis.basis_vectors_, coef.astype(X.dtype), kernel, b)
+    est.n_features_in_ = X.shape[1]
+    est.n_kernel_evaluations_ = {"approximation": basis.n_kernel_evaluations_, "training": 0}
+    return est
+
+
+def fit_approx_svc(est, X, y, C, *, max_iter=1000, tol=None, keep_features="auto",
+                   callback=None):
+    """:meth:`ApproxSVC.fit <sparsekm.models.ApproxSVC.fit>` for a dask ``X``.
+
+    The greedy basis over the partitions, then the squared-hinge primal on ``Gamma``
+    by L-BFGS (``solver="lbfgs"``; one map-reduce per evaluation). ``Gamma`` is kept
+    in worker memory when it takes at most a third of it (``keep_features="auto"``),
+    else recomputed from ``X`` at every evaluation.
+    """
+    import time
+
+    from ..expansion import KernelExpansion
+
+    owner = "ApproxSVC"
+    if est.basis != "greedy" or est.solver != "lbfgs":
+        raise ValueError(
+            "ApproxSVC on a dask array needs basis='greedy' and solver='lbfgs' (the "
+            "squared-hinge primal, solved by one map-reduce over the partitions per "
+            f"L-BFGS step); got basis={est.basis!r}, solver={est.solver!r}. The 'smo' and "
+            "'liblinear' solvers need all of Gamma in one process.")
+    X = check_dask_rows(X, owner)
+    client = get_client(owner=owner)
+    classes = binary_classes_distributed(y, owner, client)
+    labels = label_partitions(y, X, classes, owner)
+    t0 = time.perf_counter()
+    X, client, kernel, basis = _fit_basis(est, X, owner)
+    t_basis = time.perf_counter() - t0
+    gammas, kept = gamma_partitions(X, basis, client, keep_features)
+    iters = []
+    t1 = time.perf_counter()
+
+    def cb(theta):
+        iters.append(time.perf_counter())
+        if callback is not None:
+            callback(theta)
+
+    w, b, nit, nfev, times = squared_hinge_lbfgs_distributed(
+        gammas, labels, C, basis.n_basis_, client, max_iter=max_iter, tol=tol, owner=owner,
+        callback=cb)
+    t_svm = time.perf_counter() - t1
+    del gammas
+    coef = solve_triangular(basis.cholesky_.T.astype(np.float64), w, lower=False,
+                            check_finite=False)
+    est.classes_ = classes
+    est.kernel_ = kernel
+    est.basis_ = basis
+    est.coef_ = coef
+    est.intercept_ = b
+    est.support_ = None
+    est.expansion_ = KernelExpansion(basis.basis_vectors_, coef.astype(X.dtype), kernel, b)
+    est.n_features_in_ = X.shape[1]
+    est.n_iter_ = nit
+    est.n_kernel_evaluations_ = {"approximation": basis.n_kernel_evaluations_,
+                                 "training": None}
+    est.dask_info_ = {"keep_factor": basis.dask_info_["keep_factor"], "keep_features": kept,
+                      "basis_seconds": t_basis, "step_seconds": basis.dask_info_["step_seconds"],
+                      "svm_seconds": t_svm, "n_evaluations": nfev,
+                      "evaluation_seconds": times}
+    return est
