@@ -374,3 +374,24 @@ def test_models_fitted_on_dataframes_round_trip(cls, data, tmp_path):
     np.testing.assert_array_equal(_use(back)(df), _use(est)(df))
     with pytest.raises(ValueError, match="feature names should match"):
         _use(back)(df[["d", "c", "b", "a"]])
+
+
+def test_budget_above_the_usable_terms_keeps_them_all():
+    # The USPS case: digit 1 has 113 support vectors, the target was 151; the lambda
+    # path ends with 111, so the budget must keep every term instead.
+    X, y = load_digits(return_X_y=True)
+    m = (y == 1) | (y == 7)
+    svc = SVC(C=10, gamma=0.05).fit(X[m] / 16, y[m] == 1)
+    psi = KernelExpansion.from_estimator(svc)
+    with pytest.warns(ReducedSetWarning, match=rf"only {psi.n_terms} terms"):
+        res = select_l1(psi, n_vectors=psi.n_terms + 5, c="inverse")
+    assert res.expansion.n_terms == psi.n_terms
+    assert res.relative_objective < 1e-8
+    multi = KernelExpansion(psi.vectors, np.c_[psi.coef, -2 * psi.coef], psi.kernel)
+    with pytest.warns(ReducedSetWarning, match=rf"only {psi.n_terms} terms"):
+        res = select_l1_multi(multi, n_vectors=psi.n_terms + 1)
+    assert res.expansion.n_terms == psi.n_terms
+    # exactly n_vectors = n_terms: all of them, no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ReducedSetWarning)
+        assert select_l1(psi, n_vectors=psi.n_terms).expansion.n_terms == psi.n_terms

@@ -64,7 +64,7 @@ def _warn_if_stopped(est, infos):
         return
     which = ("the binary problem" if len(infos) == 1 else
              f"{len(stopped)} of {len(infos)} one-vs-rest problems (classes "
-             f"{[est.classes_[k] for k in stopped][:10]})")
+             f"{est.classes_[stopped].tolist()[:10]})")
     warnings.warn(
         f"{type(est).__name__} stopped at max_iter={est.max_iter} L-BFGS iterations over Z "
         f"before W(Z) converged to tol={est.tol} in {which}. Increase max_iter (or tol); "

@@ -330,6 +330,12 @@ def select_l1(expansion, lam=None, *, n_vectors=None, c="uniform", refit=True, t
                 model = Lasso(alpha=lam / (2.0 * N), fit_intercept=False, tol=tol,
                               max_iter=max_iter, selection="cyclic")
                 theta = model.fit(design, target).coef_
+        elif n_vectors >= usable.size:
+            # The budget covers every usable vector: keep them all (lam = 0, the exact
+            # least-squares fit after the Proposition 8 re-fit), with no path to follow.
+            theta = np.linalg.lstsq(design, target, rcond=None)[0]
+            lam = 0.0
+            info["completed"] = False
         else:
             theta, alpha, completed = _lasso_with_support_size(design, target, n_vectors,
                                                                tol=tol, max_iter=max_iter)
@@ -345,6 +351,8 @@ def select_l1(expansion, lam=None, *, n_vectors=None, c="uniform", refit=True, t
     beta = np.zeros(N)
     beta[usable] = theta / w[usable]
     support = np.flatnonzero(beta != 0)
+    if n_vectors is not None and n_vectors >= usable.size:
+        support = usable  # every usable vector, even where the fit is exactly 0
     info.update({"lam": float(lam), "beta_l1": beta})
     if not refit and support.size:
         red = KernelExpansion(X[support], beta[support], expansion.kernel, expansion.intercept)
@@ -514,8 +522,12 @@ def select_l1_multi(expansion, lam=None, *, n_vectors=None, c="uniform", refit=T
         if B0.shape != A.shape:
             raise ValueError(f"B0 must have shape {A.shape}; got {B0.shape}.")
     extra = {}
+    n_usable = int(np.isfinite(w).sum())
     if lam is not None:
         B, converged, n_iter = _fista_l1_linf(K, KA, w, lam, B0, L, tol, max_iter)
+    elif n_vectors >= n_usable:
+        # every usable vector fits the budget: no path, the exact Proposition 8 fit
+        B, lam, converged, n_iter = np.where(np.isfinite(w)[:, None], A, 0.0), 0.0, True, 0
     else:
         B, lam, converged, n_iter, completed = _l1_linf_with_support_size(
             K, KA, w, n_vectors, B0, L, tol, max_iter)
