@@ -395,9 +395,10 @@ REDUCE_METHODS = ("construct", "construct+refine", "select-kpca", "select-l1")
 #: vector (eq. 63-65): sum of m^3 over the removals. Above this, refused up front
 #: (about a minute and a half on one core; 1e11 is 800 vectors reduced to a few).
 _KPCA_MAX_WORK = 1.0e11
-#: select-l1 with one shared set (eq. 70-73, accelerated proximal gradient): up to
-#: ~14 lambda values x 5000 iterations of a (N x N) @ (N x outputs) product.
-_L1_MULTI_MAX_WORK = 2.0e11
+#: select-l1 with one shared set (eq. 70-73, accelerated proximal gradient over a lambda
+#: bisection): measured on one core, N^4 x outputs = 6.6e12 (USPS one-vs-one, 618 vectors,
+#: 45 pairs) took 66 s and 1.5e11 (digits, 240 vectors) 1 s; refused above ~2-3 minutes.
+_L1_MULTI_MAX_WORK = 1.5e13
 
 
 def _looks_like_pickle(path):
@@ -515,7 +516,7 @@ def _reduce_plan(args, psi):
                 f"every removed vector (eq. 63-65): {n_distinct} vectors down to {n} would take "
                 f"hours. Use --method construct (the default) or construct+refine"))
     if args.method == "select-l1" and shared:
-        work = 14 * 5000 * 2.0 * n_distinct ** 2 * psi.n_outputs
+        work = float(n_distinct) ** 4 * psi.n_outputs
         if work > _L1_MULTI_MAX_WORK:
             raise SystemExit(_usage_error(
                 f"select-l1 with one shared set for {psi.n_outputs} outputs over "
