@@ -392,9 +392,10 @@ def cmd_predict(args):
 REDUCE_METHODS = ("construct", "construct+refine", "select-kpca", "select-l1")
 
 #: select-kpca computes one eigendecomposition of the remaining Gram matrix per removed
-#: vector (eq. 63-65): sum of m^3 over the removals. Above this, refused up front
-#: (about a minute and a half on one core; 1e11 is 800 vectors reduced to a few).
-_KPCA_MAX_WORK = 1.0e11
+#: vector (eq. 63-65): sum of m^3 over the removals. Above this, refused up front.
+#: Measured on the shared development machine: 548 vectors (the demo's digits SVC) down to
+#: 5, sum 2.2e10, ran over 12 minutes without finishing; 1e9 is about 250 vectors.
+_KPCA_MAX_WORK = 1.0e9
 #: select-l1 with one shared set (eq. 70-73, accelerated proximal gradient over a lambda
 #: bisection): measured on one core, N^4 x outputs = 6.6e12 (USPS one-vs-one, 618 vectors,
 #: 45 pairs) took 66 s and 1.5e11 (digits, 240 vectors) 1 s; refused above ~2-3 minutes.
@@ -514,7 +515,8 @@ def _reduce_plan(args, psi):
             raise SystemExit(_usage_error(
                 f"select-kpca re-computes the eigenvectors of the remaining Gram matrix after "
                 f"every removed vector (eq. 63-65): {n_distinct} vectors down to {n} would take "
-                f"hours. Use --method construct (the default) or construct+refine"))
+                f"far too long (hours for large models). Use --method construct (the default) "
+                f"or construct+refine"))
     if args.method == "select-l1" and shared:
         work = float(n_distinct) ** 4 * psi.n_outputs
         if work > _L1_MULTI_MAX_WORK:
