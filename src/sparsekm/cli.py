@@ -422,6 +422,8 @@ def load_model(path, trust_pickle=False):
     """
     import zipfile
 
+    import numpy as np
+
     from .expansion import KernelExpansion
     from .interop import classifier_from_estimator
     from .multiclass import ExpansionClassifier
@@ -466,10 +468,20 @@ def load_model(path, trust_pickle=False):
 
     if isinstance(obj, (SVC, NuSVC, OneVsRestClassifier, OneVsOneClassifier)):
         return classifier_from_estimator(obj), source
-    if hasattr(obj, "scheme_") and isinstance(getattr(obj, "expansion_", None), KernelExpansion):
-        obj._restore_defaults() if hasattr(obj, "_restore_defaults") else None
+    if hasattr(obj, "_classifier") and isinstance(getattr(obj, "expansion_", None),
+                                                  KernelExpansion):
+        obj._restore_defaults()
         return obj._classifier(), source  # a ReducedSetClassifier: its machine and classes
-    return KernelExpansion.from_estimator(obj), source
+    psi = KernelExpansion.from_estimator(obj)
+    classes = getattr(obj, "classes_", None)
+    if classes is not None and hasattr(obj, "predict"):
+        # other sparsekm classifiers: sign (binary) or one-vs-rest argmax
+        k = len(classes)
+        if k == 2 and not psi.is_multioutput:
+            return ExpansionClassifier(psi, np.asarray(classes), scheme="binary"), source
+        if k > 2 and psi.n_outputs == k:
+            return ExpansionClassifier(psi, np.asarray(classes), scheme="ovr"), source
+    return psi, source
 
 
 def _positive_int(text):
