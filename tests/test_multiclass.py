@@ -153,10 +153,10 @@ def test_conversion_errors_name_the_cause(digits):
         KernelExpansion.from_estimator(OneVsOneClassifier(SVC(kernel="precomputed")).fit(K, ys))
     with pytest.raises(ValueError, match="different kernels.*give the SVC a numeric gamma"):
         KernelExpansion.from_estimator(OneVsOneClassifier(SVC()).fit(Xs, ys))
-    from sklearn.linear_model import LogisticRegression
+    from sklearn.linear_model import RidgeClassifier
 
-    with pytest.raises(TypeError, match="estimators_ hold a LogisticRegression"):
-        KernelExpansion.from_estimator(OneVsOneClassifier(LogisticRegression()).fit(Xs, ys))
+    with pytest.raises(TypeError, match="estimators_ hold a RidgeClassifier"):
+        KernelExpansion.from_estimator(OneVsOneClassifier(RidgeClassifier()).fit(Xs, ys))
     from scipy import sparse
 
     with pytest.raises(TypeError, match="sparse"):

@@ -409,12 +409,14 @@ def cmd_predict(args):
 REDUCE_METHODS = ("construct", "construct+refine", "select-kpca", "select-l1")
 
 #: select-kpca computes one eigendecomposition of the remaining Gram matrix per removed
-#: vector (eq. 63-65): sum of m^3 over the removals. Above this, refused up front
-#: (about a minute and a half on one core; 1e11 is 800 vectors reduced to a few).
-_KPCA_MAX_WORK = 1.0e11
-#: select-l1 with one shared set (eq. 70-73, accelerated proximal gradient): up to
-#: ~14 lambda values x 5000 iterations of a (N x N) @ (N x outputs) product.
-_L1_MULTI_MAX_WORK = 2.0e11
+#: vector (eq. 63-65): sum of m^3 over the removals. Above this, refused up front.
+#: Measured on the shared development machine: 548 vectors (the demo's digits SVC) down to
+#: 5, sum 2.2e10, ran over 12 minutes without finishing; 1e9 is about 250 vectors.
+_KPCA_MAX_WORK = 1.0e9
+#: select-l1 with one shared set (eq. 70-73, accelerated proximal gradient over a lambda
+#: bisection): measured on one core, N^4 x outputs = 6.6e12 (USPS one-vs-one, 618 vectors,
+#: 45 pairs) took 66 s and 1.5e11 (digits, 240 vectors) 1 s; refused above ~2-3 minutes.
+_L1_MULTI_MAX_WORK = 1.5e13
 
 
 def _looks_like_pickle(path):
@@ -437,6 +439,8 @@ def load_model(path, trust_pickle=False, key=None):
     With ``key`` the sparsekm file must carry a matching HMAC tag (never a pickle).
     """
     import zipfile
+
+    import numpy as np
 
     from .expansion import KernelExpansion
     from .interop import classifier_from_estimator
@@ -485,10 +489,20 @@ def load_model(path, trust_pickle=False, key=None):
 
     if isinstance(obj, (SVC, NuSVC, OneVsRestClassifier, OneVsOneClassifier)):
         return classifier_from_estimator(obj), source
-    if hasattr(obj, "scheme_") and isinstance(getattr(obj, "expansion_", None), KernelExpansion):
-        obj._restore_defaults() if hasattr(obj, "_restore_defaults") else None
+    if hasattr(obj, "_classifier") and isinstance(getattr(obj, "expansion_", None),
+                                                  KernelExpansion):
+        obj._restore_defaults()
         return obj._classifier(), source  # a ReducedSetClassifier: its machine and classes
-    return KernelExpansion.from_estimator(obj), source
+    psi = KernelExpansion.from_estimator(obj)
+    classes = getattr(obj, "classes_", None)
+    if classes is not None and hasattr(obj, "predict"):
+        # other sparsekm classifiers: sign (binary) or one-vs-rest argmax
+        k = len(classes)
+        if k == 2 and not psi.is_multioutput:
+            return ExpansionClassifier(psi, np.asarray(classes), scheme="binary"), source
+        if k > 2 and psi.n_outputs == k:
+            return ExpansionClassifier(psi, np.asarray(classes), scheme="ovr"), source
+    return psi, source
 
 
 def _positive_int(text):
@@ -534,9 +548,10 @@ def _reduce_plan(args, psi):
             raise SystemExit(_usage_error(
                 f"select-kpca re-computes the eigenvectors of the remaining Gram matrix after "
                 f"every removed vector (eq. 63-65): {n_distinct} vectors down to {n} would take "
-                f"hours. Use --method construct (the default) or construct+refine"))
+                f"far too long (hours for large models). Use --method construct (the default) "
+                f"or construct+refine"))
     if args.method == "select-l1" and shared:
-        work = 14 * 5000 * 2.0 * n_distinct ** 2 * psi.n_outputs
+        work = float(n_distinct) ** 4 * psi.n_outputs
         if work > _L1_MULTI_MAX_WORK:
             raise SystemExit(_usage_error(
                 f"select-l1 with one shared set for {psi.n_outputs} outputs over "

@@ -229,7 +229,8 @@ class ExpansionClassifier(ClassifierMixin, BaseEstimator):
 
     @property
     def n_features_in_(self):
-        return self._check() is not None and self.expansion.n_features
+        self._check()
+        return self.expansion.n_features
 
     @property
     def n_vectors_(self):
