@@ -162,20 +162,23 @@ def _construct_block(kernel, X, A, n_vectors, *, n_init, max_iter, tol_step, tol
     B = np.empty((0, n_out))
     Kz = np.empty((0, 0))
     C = np.empty((0, n_out))  # K^{zx} A
+    Kcz = np.empty((cand_idx.size, 0))  # K(X[cand_idx], Z), grown one column per vector
     path = []
     n_iter_total = 0
     fast = _FAST_GAUSSIAN and type(kernel) is RBF
 
-    def one_term(Zo, Bo, Kzo, extra=None):
+    def one_term(Zo, Bo, Kzo, Kco, extra=None):
         """Best z for the residual Psi - sum_j Bo_j Phi(Zo_j) (eq. 76-77), n_iter."""
         Y = np.vstack([X, Zo])
         Gm = np.vstack([A, -Bo])
-        resid_x = P_x - kernel.mmv(X[cand_idx], Zo, Bo) if Zo.shape[0] else P_x
+        resid_x = P_x - Kco @ Bo if Zo.shape[0] else P_x
         score_x = np.einsum("ij,ij->i", resid_x, resid_x) / kdiag
         order = np.argsort(-score_x)
         n_top = max(1, (n_init + 1) // 2)
         top = cand_idx[order[:n_top]]
-        rest = np.setdiff1d(cand_idx, top)
+        not_top = np.ones(cand_idx.size, dtype=bool)
+        not_top[order[:n_top]] = False
+        rest = cand_idx[not_top]  # sorted, as np.setdiff1d(cand_idx, top)
         n_rand = min(n_init - n_top, rest.size)
         rand = rng.choice(rest, n_rand, replace=False) if n_rand > 0 else np.empty(0, int)
         starts = X[np.concatenate([top, rand])]
@@ -210,7 +213,7 @@ def _construct_block(kernel, X, A, n_vectors, *, n_init, max_iter, tol_step, tol
 
     it = progress(range(n_vectors), disable=None if show_progress else True, desc=desc)
     for _ in it:
-        z, n_it = one_term(Z, B, Kz)
+        z, n_it = one_term(Z, B, Kz, Kcz)
         n_iter_total += n_it
         # Grow K^z and K^{zx} A by one row/column, then Proposition 8 for all beta.
         kz_new = kernel(Z, z[None, :])[:, 0] if Z.shape[0] else np.empty(0)
@@ -221,7 +224,8 @@ def _construct_block(kernel, X, A, n_vectors, *, n_init, max_iter, tol_step, tol
         Kz_next[:m, m] = kz_new
         Kz_next[m, :m] = kz_new
         Kz_next[m, m] = kzz
-        c_new = kernel.mmv(z[None, :], X, A)
+        k_zx = kernel(z[None, :], X)  # one kernel row: K^{zx} A and the candidates' column
+        c_new = k_zx @ A
         C_next = np.vstack([C, c_new])
         B_next = _solve_kz(Kz_next, C_next)
         obj = objective(Kz_next, C_next, B_next)
@@ -230,6 +234,7 @@ def _construct_block(kernel, X, A, n_vectors, *, n_init, max_iter, tol_step, tol
             # arithmetic adding a vector never increases the error, so stop here.
             break
         Kz, C, B = Kz_next, C_next, B_next
+        Kcz = np.column_stack([Kcz, k_zx[0, cand_idx]])
         Z = np.vstack([Z, z])
         path.append(obj)
         # Stop at tol, or when Psi is reproduced to rounding (finite-dimensional feature
@@ -244,7 +249,7 @@ def _construct_block(kernel, X, A, n_vectors, *, n_init, max_iter, tol_step, tol
         for j in range(Z.shape[0]):
             keep = np.arange(Z.shape[0]) != j
             B_wo = _solve_kz(Kz[np.ix_(keep, keep)], C[keep], warn=False)
-            z, n_it = one_term(Z[keep], B_wo, Kz[np.ix_(keep, keep)], extra=Z[j])
+            z, n_it = one_term(Z[keep], B_wo, Kz[np.ix_(keep, keep)], Kcz[:, keep], extra=Z[j])
             n_iter_total += n_it
             k_row = kernel(Z, z[None, :])[:, 0]
             Kz_try = Kz.copy()
@@ -252,13 +257,16 @@ def _construct_block(kernel, X, A, n_vectors, *, n_init, max_iter, tol_step, tol
             Kz_try[:, j] = k_row
             Kz_try[j, j] = kernel.diag(z[None, :])[0]
             C_try = C.copy()
-            C_try[j] = kernel.mmv(z[None, :], X, A)
+            k_zx = kernel(z[None, :], X)
+            C_try[j] = k_zx @ A
             B_try = _solve_kz(Kz_try, C_try, warn=False)
             obj_try = objective(Kz_try, C_try, B_try)
             if obj_try.sum() < obj.sum():
                 Z = Z.copy()
                 Z[j] = z
                 Kz, C, B, obj = Kz_try, C_try, B_try, obj_try
+                Kcz = Kcz.copy()
+                Kcz[:, j] = k_zx[0, cand_idx]
         sweep_path.append(obj)
     return Z, B, np.asarray(path), norm2, n_iter_total, np.asarray(sweep_path)
 
