@@ -285,11 +285,22 @@ def phase2_objective(kernel, X, A, Z, B, norm2):
     grad_B : ndarray of shape (n_vectors, n_outputs)
     """
     Kz = kernel(Z)
-    C = kernel.mmv(Z, X, A)
+    if type(kernel) is RBF:
+        # One kernel block K(X, Z) serves both K^{zx} A and the gradient: with
+        # grad_z k(x, z) = -2 gamma k(x, z) (z - x), sum_i W_iu grad k(x_i, z_u) =
+        # -2 gamma [(sum_i M_iu) z_u - (M^T X)_u], M = W o K (two GEMMs instead of three).
+        Kxz = kernel(X, Z)
+        C = Kxz.T @ A
+        Mx = (A @ B.T) * Kxz
+        Mz = (B @ B.T) * Kz
+        g = -2.0 * kernel.gamma
+        gZ = 2.0 * g * ((Mz.sum(axis=0) - Mx.sum(axis=0))[:, None] * Z - Mz.T @ Z + Mx.T @ X)
+    else:
+        C = kernel.mmv(Z, X, A)
+        gZ = 2.0 * (kernel.gradient_sum(Z, Z, B @ B.T) - kernel.gradient_sum(X, Z, A @ B.T))
     KB = Kz @ B
     f = float(np.sum(norm2) + np.einsum("ij,ij->", B, KB) - 2.0 * np.einsum("ij,ij->", B, C))
     gB = 2.0 * (KB - C)
-    gZ = 2.0 * (kernel.gradient_sum(Z, Z, B @ B.T) - kernel.gradient_sum(X, Z, A @ B.T))
     return f, gZ, gB
 
 
