@@ -130,7 +130,7 @@ def one_term_shared(kernel, Y, G, Z0, *, max_iter=200, tol=1e-6, random_state=No
 
 
 def one_term_gaussian(gamma, Y, G, Z0, *, max_iter=200, tol=1e-7, prune=True,
-                      random_state=None, Y_sqnorms=None):
+                      random_state=None, Y_sqnorms=None, float32=False):
     """Batched fixed-point iteration of eq. 19 for the Gaussian kernel, stopped on ``S``.
 
     The iteration of :func:`one_term_shared` specialised to ``k = exp(-gamma r2)``.
@@ -167,6 +167,11 @@ def one_term_gaussian(gamma, Y, G, Z0, *, max_iter=200, tol=1e-7, prune=True,
     random_state : numpy Generator
         Restarts a start whose ``S`` vanishes (the iteration is undefined there).
     Y_sqnorms : ndarray of shape (N,), optional
+    float32 : bool
+        Run the two ``N x n_features x n_starts`` GEMMs of each iteration (the
+        cross products ``Y Z^T`` and the moments ``M^T Y``) in single precision on
+        data centred at the mean of ``Y``; norms, kernel values, ``S`` and the final
+        scoring of the end points stay in double precision.
 
     Returns
     -------
@@ -185,6 +190,11 @@ def one_term_gaussian(gamma, Y, G, Z0, *, max_iter=200, tol=1e-7, prune=True,
     Z0 = np.array(np.atleast_2d(Z0), dtype=np.float64)
     Zc = Z0.copy()
     y_sq = np.einsum("ij,ij->i", Y, Y) if Y_sqnorms is None else Y_sqnorms
+    if float32:
+        centre = Y.mean(axis=0)
+        Yc = Y - centre
+        yc_sq = np.einsum("ij,ij->i", Yc, Yc)
+        Y32 = Yc.astype(np.float32)
     absG = np.abs(G)
     n_starts = Zc.shape[0]
     S_old = np.full(n_starts, -np.inf)
@@ -194,10 +204,17 @@ def one_term_gaussian(gamma, Y, G, Z0, *, max_iter=200, tol=1e-7, prune=True,
     for n_iter in range(1, max_iter + 1):  # noqa: B007
         idx = np.flatnonzero(active)
         Z = Zc[idx]
-        D = Y @ Z.T
-        D *= -2.0
-        D += y_sq[:, None]
-        D += np.einsum("ij,ij->i", Z, Z)[None, :]
+        if float32:
+            Zs = Z - centre
+            D = (Y32 @ Zs.astype(np.float32).T).astype(np.float64)
+            D *= -2.0
+            D += yc_sq[:, None]
+            D += np.einsum("ij,ij->i", Zs, Zs)[None, :]
+        else:
+            D = Y @ Z.T
+            D *= -2.0
+            D += y_sq[:, None]
+            D += np.einsum("ij,ij->i", Z, Z)[None, :]
         np.maximum(D, 0.0, out=D)
         D *= -gamma
         K = np.exp(D, out=D)            # (N, b)
@@ -205,7 +222,11 @@ def one_term_gaussian(gamma, Y, G, Z0, *, max_iter=200, tol=1e-7, prune=True,
         S = np.einsum("kb,kb->b", F, F)
         M = G @ F                       # c_j of eq. 19
         M *= K
-        T = M.T @ Y                     # numerator; the denominator is S
+        if float32:                     # numerator; the denominator is S = sum_j M_j
+            T = (M.T.astype(np.float32) @ Y32).astype(np.float64)
+            T += np.outer(M.sum(axis=0), centre)
+        else:
+            T = M.T @ Y
         Fa = absG.T @ K
         bad = ~(S > 1e-24 * np.einsum("kb,kb->b", Fa, Fa))
         done = ~bad & (np.abs(S - S_old[idx]) <= tol * S)

@@ -37,6 +37,7 @@ _STEP_TOL = 1e-4
 _FAST_GAUSSIAN = True
 _OBJ_TOL = 1e-7
 _PRUNE = True
+_FLOAT32 = False
 #: L-BFGS iterations of the orthogonal step's polish (``step="orthogonal"``).
 _POLISH_MAX_ITER = 50
 #: The orthogonal step's denominator ``k(z, z) - k_z^T (K^z)^-1 k_z`` is floored at this
@@ -186,7 +187,7 @@ def _construct_block(kernel, X, A, n_vectors, *, n_init, max_iter, tol_step, tol
             starts = np.vstack([extra[None, :], starts])
         if fast:
             z, _, n_it, ends = one_term_gaussian(kernel.gamma, Y, Gm, starts, max_iter=max_iter,
-                                                 tol=_OBJ_TOL, prune=_PRUNE,
+                                                 tol=_OBJ_TOL, prune=_PRUNE, float32=_FLOAT32,
                                                  random_state=rng)
         elif n_out == 1:
             # ||Psi_m||^2 = A'KA - 2 Bo'K(Zo, X)A + Bo'K^z Bo: O(|Zo| N d), not O(N^2 d).
