@@ -83,6 +83,39 @@ def run_dataset(name, Xtr, ytr, Xte, yte, gamma, *, compare, seed=0):
     return out
 
 
+def seed_spread(Xtr, ytr, Xte, yte, gamma, seeds):
+    """RS-25 x 10, fast and previous solver, over several seeds (objective and test error)."""
+    from sklearn.multiclass import OneVsRestClassifier
+    from sklearn.svm import SVC
+
+    from sparsekm import KernelExpansion
+    from sparsekm.reduced_set import construction as cons
+    from sparsekm.reduced_set import reduce_expansion, refit_intercept
+
+    ovr = OneVsRestClassifier(SVC(C=10.0, gamma=gamma)).fit(Xtr, ytr)
+    E = KernelExpansion.from_estimator(ovr)
+    rows = []
+    for seed in seeds:
+        for label, fast in (("fast", True), ("previous", False)):
+            cons._FAST_GAUSSIAN = fast
+            try:
+                res, w, c = _timed(lambda s=seed: reduce_expansion(E, 25, shared=False,
+                                                                   random_state=s))
+            finally:
+                cons._FAST_GAUSSIAN = True
+            R = refit_intercept(res.expansion, Xtr, ytr, classes=ovr.classes_)
+            rows.append({"seed": seed, "solver": label, "cpu_s": c, "wall_s": w,
+                         "objective_sum": float(np.sum(res.objective)),
+                         "test_error": _error(R, Xte, yte, ovr.classes_)})
+            print(rows[-1], flush=True)
+    summary = {}
+    for label in ("fast", "previous"):
+        r = [x for x in rows if x["solver"] == label]
+        summary[label] = {k: float(np.mean([x[k] for x in r]))
+                          for k in ("cpu_s", "objective_sum", "test_error")}
+    return {"rows": rows, "mean": summary, "seeds": list(seeds)}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="first 2000 training samples")
@@ -90,12 +123,24 @@ def main(argv=None):
                         help="comma-separated data sets on which the previous one-term solver "
                              "also runs (before/after), e.g. 'usps'")
     parser.add_argument("--datasets", default="usps,usps784")
+    parser.add_argument("--seed-spread", default="",
+                        help="only RS-25 x 10 on USPS, fast and previous solver, for these "
+                             "comma-separated seeds (writes --out)")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" /
                                              "fast_reduce.json"))
     args = parser.parse_args(argv)
 
     from sparsekm.datasets import load_usps, load_usps_784
 
+    if args.seed_spread:
+        Xtr, ytr, Xte, yte = load_usps()
+        out = {"load_before": list(os.getloadavg())}
+        out.update(seed_spread(Xtr, ytr, Xte, yte, 1 / 128,
+                               [int(v) for v in args.seed_spread.split(",")]))
+        out["load_after"] = list(os.getloadavg())
+        Path(args.out).write_text(json.dumps(out, indent=2))
+        print(json.dumps(out["mean"], indent=2))
+        return
     results = {"machine": {"platform": platform.platform(), "cpu_count": os.cpu_count(),
                            "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS")},
                "quick": args.quick, "datasets": []}
