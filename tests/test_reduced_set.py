@@ -508,3 +508,28 @@ def test_phase2_gaussian_fast_path_equals_generic_gradient(rng):
     gZ_ref = 2.0 * (k.gradient_sum(Z, Z, B @ B.T) - k.gradient_sum(X, Z, A @ B.T))
     np.testing.assert_allclose(gZ, gZ_ref, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(f, np.sum(psi.distance2(KernelExpansion(Z, B, k))), rtol=1e-10)
+
+
+@pytest.mark.parametrize("float32", [False, True])
+def test_one_term_gaussian_matches_engine_iteration(rng, float32):
+    """The fast Gaussian one-term step reaches the engine's fixed point (eq. 18-19)."""
+    from sparsekm.reduced_set._one_term import one_term_gaussian, shared_score
+
+    Y = rng.normal(size=(40, 3))
+    G = rng.normal(size=(40, 2))
+    G[:, 0] = np.abs(G[:, 0])
+    k = RBF(0.4)
+    starts = Y[:6]
+    z_ref, s_ref, _ = one_term_shared(k, Y, G, starts, max_iter=2000, tol=1e-12)
+    z, s, n_it, ends = one_term_gaussian(0.4, Y, G, starts, max_iter=2000, tol=1e-12,
+                                         prune=False, float32=float32)
+    assert ends.shape == starts.shape and 1 <= n_it <= 2000
+    np.testing.assert_allclose(s, shared_score(k, Y, G, z[None, :])[0], rtol=1e-12)
+    np.testing.assert_allclose(s, s_ref, rtol=1e-6 if float32 else 1e-9)
+    np.testing.assert_allclose(z, z_ref, atol=1e-2 if float32 else 1e-4)
+    # pruning stops the starts behind the first converged one: fewer iterations, and here
+    # the same maximum as without pruning
+    zp, sp, n_p, _ = one_term_gaussian(0.4, Y, G, starts, max_iter=2000, tol=1e-12,
+                                       float32=float32)
+    assert n_p <= n_it
+    np.testing.assert_allclose(sp, s, rtol=1e-6 if float32 else 1e-9)
