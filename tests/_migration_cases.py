@@ -78,9 +78,7 @@ def _one_term_cases():
 def _construct_cases():
     from sparsekm import KernelExpansion
     from sparsekm.kernels import RBF
-    from sparsekm.reduced_set import construct
-
-    from sparsekm.reduced_set import construction
+    from sparsekm.reduced_set import construct, construction
 
     out = {}
     rng, X = _data(3, n=80, d=5)
