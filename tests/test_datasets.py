@@ -74,3 +74,24 @@ def test_corrupt_file_is_reported(tmp_path):
     (tmp_path / "ripley" / "synth.tr").write_text("xs ys yc\n1 2\n")
     with pytest.raises(ValueError, match="synth.tr"):
         load_ripley(path=tmp_path)
+
+
+def test_zoom_images_bilinear():
+    from sparsekm.datasets import zoom_images
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(3, 16))
+    np.testing.assert_allclose(zoom_images(X, 4, 4), X, atol=1e-12)  # identity
+    Z = zoom_images(X, 4, 7)
+    assert Z.shape == (3, 49)
+    img, big = X[0].reshape(4, 4), Z[0].reshape(7, 7)
+    # corners coincide; bilinear values stay within the input range
+    np.testing.assert_allclose(big[[0, 0, -1, -1], [0, -1, 0, -1]], img[[0, 0, -1, -1], [0, -1, 0, -1]],
+                               atol=1e-12)
+    assert Z.min() >= X.min() - 1e-12 and Z.max() <= X.max() + 1e-12
+    # a linear ramp is reproduced exactly: midpoint between pixels 0 and 1 at 1/2 (7 = 2*4 - 1)
+    ramp = np.tile(np.arange(4.0), 4)[None, :]
+    np.testing.assert_allclose(zoom_images(ramp, 4, 7).reshape(7, 7)[0], np.arange(7) / 2.0,
+                               atol=1e-12)
+    with pytest.raises(ValueError, match="shape"):
+        zoom_images(X, 5, 7)

@@ -464,3 +464,72 @@ def test_select_backward_is_the_optimal_greedy_step(rng):
     kp = Polynomial(degree=2, coef0=1.0)
     with pytest.raises(ValueError, match="Apply exact_reduction first"):
         select_backward(_expansion(rng, n=25, d=3, kernel=kp), 5)
+
+
+def test_shared_refine_is_joint_and_never_increases(rng):
+    """Phase 2 for a shared set: one L-BFGS over the shared Z and every output's beta."""
+    psi = _expansion(rng, n=30, n_out=3)
+    p1 = construct(psi, 5, shared=True, random_state=0)
+    p2 = construct(psi, 5, shared=True, refine=True, random_state=0)
+    np.testing.assert_allclose(p2.info["objective_phase1"], p1.objective, rtol=1e-10)
+    assert p2.expansion.n_terms == 5  # still one shared set
+    assert np.sum(p2.objective) < np.sum(p1.objective)
+    np.testing.assert_allclose(p2.objective, approximation_error(psi, p2.expansion), rtol=1e-7,
+                               atol=1e-12)
+    # refine() on the shared phase-1 result: the summed objective never increases
+    r = refine(psi, p1.expansion, max_iter=40)
+    assert r.objective_path[1].sum() <= r.objective_path[0].sum() + 1e-12
+    # its final coefficients are the Proposition-8 optimum for its Z
+    np.testing.assert_allclose(np.asarray(r.expansion.coef),
+                               optimal_coefficients(psi, r.expansion.vectors, warn=False),
+                               rtol=1e-6, atol=1e-9)
+
+
+def test_shared_refine_with_one_output_equals_single_output_refine(rng):
+    psi = _expansion(rng, n=25)
+    psi1 = KernelExpansion(psi.vectors, np.asarray(psi.coef)[:, None], psi.kernel)
+    a = construct(psi, 4, refine=True, random_state=3)
+    b = construct(psi1, 4, shared=True, refine=True, random_state=3)
+    np.testing.assert_allclose(np.asarray(b.expansion.vectors), np.asarray(a.expansion.vectors),
+                               rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(b.expansion.coef)[:, 0], a.expansion.coef, rtol=1e-10,
+                               atol=1e-12)
+    np.testing.assert_allclose(b.objective[0], a.objective, rtol=1e-10, atol=1e-14)
+
+
+def test_phase2_gaussian_fast_path_equals_generic_gradient(rng):
+    """The fused RBF gradient of phase 2 equals the two gradient_sum calls it replaces."""
+    from sparsekm.reduced_set.construction import phase2_objective
+
+    psi = _expansion(rng, n=20, d=3, n_out=3, kernel=RBF(0.7))
+    X, A, k = np.asarray(psi.vectors), np.asarray(psi.coef), psi.kernel
+    Z, B = rng.normal(size=(4, 3)), rng.normal(size=(4, 3))
+    f, gZ, gB = phase2_objective(k, X, A, Z, B, psi.norm2())
+    gZ_ref = 2.0 * (k.gradient_sum(Z, Z, B @ B.T) - k.gradient_sum(X, Z, A @ B.T))
+    np.testing.assert_allclose(gZ, gZ_ref, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(f, np.sum(psi.distance2(KernelExpansion(Z, B, k))), rtol=1e-10)
+
+
+@pytest.mark.parametrize("float32", [False, True])
+def test_one_term_gaussian_matches_engine_iteration(rng, float32):
+    """The fast Gaussian one-term step reaches the engine's fixed point (eq. 18-19)."""
+    from sparsekm.reduced_set._one_term import one_term_gaussian, shared_score
+
+    Y = rng.normal(size=(40, 3))
+    G = rng.normal(size=(40, 2))
+    G[:, 0] = np.abs(G[:, 0])
+    k = RBF(0.4)
+    starts = Y[:6]
+    z_ref, s_ref, _ = one_term_shared(k, Y, G, starts, max_iter=2000, tol=1e-12)
+    z, s, n_it, ends = one_term_gaussian(0.4, Y, G, starts, max_iter=2000, tol=1e-12,
+                                         prune=False, float32=float32)
+    assert ends.shape == starts.shape and 1 <= n_it <= 2000
+    np.testing.assert_allclose(s, shared_score(k, Y, G, z[None, :])[0], rtol=1e-12)
+    np.testing.assert_allclose(s, s_ref, rtol=1e-6 if float32 else 1e-9)
+    np.testing.assert_allclose(z, z_ref, atol=1e-2 if float32 else 1e-4)
+    # pruning stops the starts behind the first converged one: fewer iterations, and here
+    # the same maximum as without pruning
+    zp, sp, n_p, _ = one_term_gaussian(0.4, Y, G, starts, max_iter=2000, tol=1e-12,
+                                       float32=float32)
+    assert n_p <= n_it
+    np.testing.assert_allclose(sp, s, rtol=1e-6 if float32 else 1e-9)

@@ -41,6 +41,8 @@ __all__ = [
     "default_data_dir",
     "load_digits_default",
     "load_usps",
+    "load_usps_784",
+    "zoom_images",
     "load_ida",
     "load_ripley",
     "find_data_dir",
@@ -235,6 +237,57 @@ def load_usps(path=None, verify=True):
     root = str(find_data_dir(path)) if find_data_dir(path) is not None else None
     arrays = _usps_cached(root, verify)
     return tuple(a.copy() for a in arrays)
+
+
+def zoom_images(X, side_in, side_out, *, order=1):
+    """Resample square images, one flattened image per row, by spline interpolation.
+
+    ``order=1`` is bilinear (:func:`scipy.ndimage.zoom`); the corners of the input
+    and output grids coincide.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, side_in**2)
+    side_in, side_out : int
+        Image side before and after.
+    order : int, default=1
+        Spline order.
+
+    Returns
+    -------
+    ndarray of shape (n_samples, side_out**2)
+    """
+    from scipy import ndimage
+
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2 or X.shape[1] != side_in * side_in:
+        raise ValueError(f"X must have shape (n_samples, {side_in * side_in}) for {side_in}x"
+                         f"{side_in} images; got {X.shape}.")
+    if side_out < 1:
+        raise ValueError(f"side_out must be >= 1; got {side_out}.")
+    imgs = X.reshape(-1, side_in, side_in)
+    f = side_out / side_in
+    out = ndimage.zoom(imgs, (1.0, f, f), order=order, mode="nearest", grid_mode=False)
+    return np.ascontiguousarray(out.reshape(X.shape[0], side_out * side_out))
+
+
+def load_usps_784(path=None, verify=True):
+    """USPS upsampled to 28x28 = 784 pixels (bilinear): a high-dimensional digit set.
+
+    The images of :func:`load_usps` resampled by :func:`zoom_images` (values stay in
+    [-1, 1]). Squared distances between images grow by a factor of about 2.5 (median
+    2.54, 10-90 % range 2.3-2.7), so the USPS kernel width ``gamma = 1/128``
+    corresponds to about ``gamma = 1/320`` here.
+
+    Returns
+    -------
+    X_train : ndarray of shape (7291, 784)
+    y_train : ndarray of shape (7291,)
+    X_test : ndarray of shape (2007, 784)
+    y_test : ndarray of shape (2007,)
+    """
+    Xtr, ytr, Xte, yte = load_usps(path, verify)
+    return zoom_images(Xtr, 16, 28), ytr, zoom_images(Xte, 16, 28), yte
 
 
 def load_ripley(path=None):

@@ -1001,7 +1001,8 @@ class _Decoder:
                 self.fail(f"{where}.intercept_ differs from expansion_.intercept.")
             if "classes_" in d:
                 n = len(d["classes_"])
-                want = 1 if n == 2 else n
+                # one output per class (one-vs-rest), one per pair of classes (one-vs-one)
+                want = 1 if n == 2 else (n * (n - 1) // 2 if d.get("scheme_") == "ovo" else n)
                 if n < 2 or exp.n_outputs != want:
                     self.fail(f"{where} has {n} classes but expansion_ has {exp.n_outputs} "
                               f"output(s) (expected {want}).")

@@ -62,7 +62,9 @@ def _warn_if_stopped(est, infos):
     stopped = [k for k, info in enumerate(infos) if info.get("stopped")]
     if not stopped:
         return
-    which = ("the binary problem" if len(infos) == 1 else
+    shared = getattr(est, "shared", False) is True and len(est.classes_) > 2
+    which = ("the shared multi-class problem" if shared else
+             "the binary problem" if len(infos) == 1 else
              f"{len(stopped)} of {len(infos)} one-vs-rest problems (classes "
              f"{est.classes_[stopped].tolist()[:10]})")
     warnings.warn(
@@ -279,18 +281,31 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
         joblib (``None``: one job unless inside a ``joblib.parallel_backend``
         context; ``-1``: all cores; ``joblib.parallel_backend("dask")``: on a
         ``dask.distributed`` cluster). The result does not depend on ``n_jobs``.
+        Not used with ``shared=True``.
+    shared : bool, default=False
+        Multi-class only (not in the paper): one set of ``n_vectors`` XVs shared by
+        all one-vs-rest problems, each keeping its own ``beta_c`` and ``b_c``. ``Z``
+        minimises the sum of the per-class marginal functions, ``sum_c W_c(Z)``, with
+        the summed gradient of eq. 46 (:func:`sparsekm.direct.slmc_shared_optimize`).
+        ``n_vectors`` is then the *total* number of XVs: a prediction costs
+        ``n_vectors`` kernel evaluations for all classes together. ``init="kmeans"``
+        (the paper's choice) clusters all training points; a shared reduced set
+        (``construct(..., shared=True).expansion.vectors``) can be passed as ``init``.
 
     Attributes
     ----------
     expansion_ : KernelExpansion
         ``f(x) = sum_j beta_j k(x, z_j) + b``; for more than two classes one column
-        per class (one-vs-rest), the XVs of all binary problems stacked.
+        per class (one-vs-rest), the XVs of all binary problems stacked (or the
+        ``n_vectors`` shared XVs with ``shared=True``).
     classes_ : ndarray of shape (n_classes,)
     objective_ : ndarray of shape (n_problems,)
         Final ``W(Z)`` of each binary problem.
     W_history_ : list of ndarray
-        ``W(Z)`` at the start and after every L-BFGS iteration, per binary problem.
+        ``W(Z)`` at the start and after every L-BFGS iteration, per binary problem
+        (``shared=True``: one array, the summed ``W``).
     n_iter_ : ndarray of shape (n_problems,)
+        L-BFGS iterations (``shared=True``: one entry).
     duality_gap_ : ndarray of shape (n_problems,)
         Relative duality gap of the final inner SVM.
     n_features_in_ : int
@@ -313,13 +328,14 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
     learning algorithms. JMLR 7:603-624, 2006.
     """
 
+    # (shared=True: one L-BFGS run, so one history and one iteration count)
     _persist_attrs = {**_DirectSparseBase._persist_attrs,
-                      "W_history_": spec.list(spec.array("f", (None,)), length="n_outputs"),
-                      "n_iter_": spec.array("iu", ("n_outputs",))}
+                      "W_history_": spec.list(spec.array("f", (None,)), length="n_runs"),
+                      "n_iter_": spec.array("iu", ("n_runs",))}
 
     def __init__(self, n_vectors=10, C=1.0, kernel=None, init="random", max_iter=100, tol=1e-6,
                  random_state=None, verbose=False, n_jobs=None,
-                 gamma="scale", degree=3, coef0=0.0):
+                 gamma="scale", degree=3, coef0=0.0, shared=False):
         self.n_vectors = n_vectors
         self.C = C
         self.kernel = kernel
@@ -332,6 +348,65 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
         self.random_state = random_state
         self.verbose = verbose
         self.n_jobs = n_jobs
+        self.shared = shared
+
+    def fit(self, X, y):
+        """Fit the classifier.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Class labels (two or more classes; more than two are fitted one-vs-rest,
+            with one shared set of ``n_vectors`` XVs when ``shared=True``).
+
+        Returns
+        -------
+        self
+        """
+        if self.shared not in (True, False):
+            raise ValueError(f"The 'shared' parameter of {type(self).__name__} must be a bool. "
+                             f"Got {self.shared!r} instead.")
+        if not self.shared:
+            return super().fit(X, y)
+        X, y_idx, classes, kernel = self._validate_common(X, y)
+        if classes.size == 2:
+            return super().fit(X, y)
+        rng = check_random_state(self.random_state)
+        Z0 = self._initial_Z(X, self.n_vectors, rng, self.init)
+        max_iter, tol = self._iteration_params()
+        # identical (x, class) pairs merged once; every one-vs-rest problem holds the same
+        # X array, so K^{zx} is computed once per L-BFGS evaluation
+        Xu, cu, counts = direct.aggregate_duplicates(X, y_idx.astype(float))
+        weights = None if np.all(counts == 1) else counts
+        problems = [(Xu, np.where(cu == k, 1.0, -1.0), weights) for k in range(classes.size)]
+        bar = progress(total=max_iter, desc="SLMC shared", disable=None if self.verbose else True)
+
+        def callback(it, W):
+            bar.update(1)
+            bar.set_postfix(W=f"{W:.6g}")
+
+        res = direct.slmc_shared_optimize(problems, Z0, kernel, float(self.C), max_iter=max_iter,
+                                          tol=tol, callback=callback)
+        bar.close()
+        # final coefficients at the optimised Z, each problem solved to a tight tolerance
+        infos, betas, bs = [], [], []
+        Kzx = kernel(res.Z, Xu)
+        for (Xc, yc, wc), warm in zip(problems, res.solution, strict=True):
+            sol = direct.fixed_z_svm(Xc, yc, res.Z, kernel, float(self.C), tol=1e-6,
+                                     on_singular="pinv", Kzx=Kzx, warm_start=warm.alpha,
+                                     sample_weight=wc)
+            betas.append(sol.beta)
+            bs.append(sol.intercept)
+            infos.append({"W": sol.W, "gap": sol.gap})
+        self.expansion_ = KernelExpansion(res.Z, np.column_stack(betas), kernel, np.array(bs))
+        self.classes_ = classes
+        super()._store_info(infos)
+        # one L-BFGS run over the shared Z: one history, one iteration count
+        self.W_history_ = [np.array(res.W_history)]
+        self.n_iter_ = np.array([res.n_iter])
+        _warn_if_stopped(self, [{"stopped": _stopped_at_max_iter(res, max_iter)}])
+        return self
 
     def _draw(self, X, y, kernel, rng, k):
         return (self._initial_Z(X, self.n_vectors, rng, self.init),) + self._iteration_params()

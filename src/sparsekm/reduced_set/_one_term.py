@@ -127,3 +127,133 @@ def one_term_shared(kernel, Y, G, Z0, *, max_iter=200, tol=1e-6, random_state=No
     scores = shared_score(kernel, Y, G, cand)
     best = int(np.argmax(scores))
     return cand[best], float(scores[best]), n_iter
+
+
+def one_term_gaussian(gamma, Y, G, Z0, *, max_iter=200, tol=1e-7, prune=True,
+                      random_state=None, Y_sqnorms=None, float32=False):
+    """Batched fixed-point iteration of eq. 19 for the Gaussian kernel, stopped on ``S``.
+
+    The iteration of :func:`one_term_shared` specialised to ``k = exp(-gamma r2)``.
+    There ``k' = -gamma k`` and ``k(z, z) = 1``, so the denominator of eq. 19,
+    ``sum_j c_j k(y_j, z) = sum_k (Psi^k . Phi(z))^2 = S(z)``, *is* the objective
+    of eq. 18: every iteration evaluates ``S`` at the current point for free. That
+    allows
+
+    * stopping each start on the objective's relative change
+      ``|S_new - S_old| / S_new <= tol`` (``S`` is flat at its maximum: ``tol = 1e-7``
+      is a relative step of about ``3e-4``), and
+    * pruning (``prune=True``): once one start has converged with score ``S*``,
+      every start whose current ``S`` is still below ``S*`` stops. The fixed point
+      climbs slowly (linear convergence), so a start that is behind rarely overtakes;
+      the batch's iteration count is then set by the leading starts instead of the
+      slowest one.
+
+    All starting points (rows of ``Z0``) run together: one ``(N, n_starts)`` kernel
+    block, one GEMM for the projections and one for the moments per iteration.
+
+    Parameters
+    ----------
+    gamma : float
+        RBF parameter, ``k(x, z) = exp(-gamma ||x - z||^2)``.
+    Y : ndarray of shape (N, n_features)
+    G : ndarray of shape (N, n_outputs)
+    Z0 : ndarray of shape (n_starts, n_features)
+    max_iter : int
+        Iterations per start.
+    tol : float
+        Relative change of ``S`` at which a start stops.
+    prune : bool
+        Stop the starts that are behind a converged one.
+    random_state : numpy Generator
+        Restarts a start whose ``S`` vanishes (the iteration is undefined there).
+    Y_sqnorms : ndarray of shape (N,), optional
+    float32 : bool
+        Run the two ``N x n_features x n_starts`` GEMMs of each iteration (the
+        cross products ``Y Z^T`` and the moments ``M^T Y``) in single precision on
+        data centred at the mean of ``Y``; norms, kernel values, ``S`` and the final
+        scoring of the end points stay in double precision.
+
+    Returns
+    -------
+    z : ndarray of shape (n_features,)
+        The best end point (or start) by ``S``.
+    score : float
+        ``S(z)``.
+    n_iter : int
+        Iterations of the slowest start.
+    ends : ndarray of shape (n_starts, n_features)
+        Every start's end point.
+    """
+    rng = random_state if random_state is not None else np.random.default_rng(0)
+    Y = np.asarray(Y, dtype=np.float64)
+    G = np.asarray(G, dtype=np.float64)
+    Z0 = np.array(np.atleast_2d(Z0), dtype=np.float64)
+    Zc = Z0.copy()
+    y_sq = np.einsum("ij,ij->i", Y, Y) if Y_sqnorms is None else Y_sqnorms
+    if float32:
+        centre = Y.mean(axis=0)
+        Yc = Y - centre
+        yc_sq = np.einsum("ij,ij->i", Yc, Yc)
+        Y32 = Yc.astype(np.float32)
+    absG = np.abs(G)
+    n_starts = Zc.shape[0]
+    S_old = np.full(n_starts, -np.inf)
+    active = np.ones(n_starts, dtype=bool)
+    best_done = -np.inf
+    n_iter = 0
+    for n_iter in range(1, max_iter + 1):  # noqa: B007
+        idx = np.flatnonzero(active)
+        Z = Zc[idx]
+        if float32:
+            Zs = Z - centre
+            D = (Y32 @ Zs.astype(np.float32).T).astype(np.float64)
+            D *= -2.0
+            D += yc_sq[:, None]
+            D += np.einsum("ij,ij->i", Zs, Zs)[None, :]
+        else:
+            D = Y @ Z.T
+            D *= -2.0
+            D += y_sq[:, None]
+            D += np.einsum("ij,ij->i", Z, Z)[None, :]
+        np.maximum(D, 0.0, out=D)
+        D *= -gamma
+        K = np.exp(D, out=D)            # (N, b)
+        F = G.T @ K                     # Psi^k . Phi(z_b), (n_out, b)
+        S = np.einsum("kb,kb->b", F, F)
+        M = G @ F                       # c_j of eq. 19
+        M *= K
+        if float32:                     # numerator; the denominator is S = sum_j M_j
+            T = (M.T.astype(np.float32) @ Y32).astype(np.float64)
+            T += np.outer(M.sum(axis=0), centre)
+        else:
+            T = M.T @ Y
+        Fa = absG.T @ K
+        bad = ~(S > 1e-24 * np.einsum("kb,kb->b", Fa, Fa))
+        done = ~bad & (np.abs(S - S_old[idx]) <= tol * S)
+        S_old[idx] = S
+        # a start that converged stays where it is (its S was measured there)
+        move = ~done
+        Zc[idx[move]] = T[move] / np.where(bad, 1.0, S)[move, None]
+        if bad.any():
+            b = idx[bad]
+            Zc[b] = Y[rng.integers(Y.shape[0], size=b.size)]
+            S_old[b] = -np.inf
+        active[idx[done]] = False
+        if done.any():
+            best_done = max(best_done, float(S[done].max()))
+        if prune and np.isfinite(best_done):
+            active &= ~(S_old < best_done)
+        if not active.any():
+            break
+    cand = np.vstack([Zc, Z0])
+    scores = shared_score_gaussian(gamma, Y, G, cand, y_sq)
+    best = int(np.argmax(scores))
+    return cand[best], float(scores[best]), n_iter, Zc
+
+
+def shared_score_gaussian(gamma, Y, G, Z, Y_sqnorms=None):
+    """``S(z)`` of eq. 18 for the Gaussian kernel (``k(z, z) = 1``), each row of ``Z``."""
+    y_sq = np.einsum("ij,ij->i", Y, Y) if Y_sqnorms is None else Y_sqnorms
+    D = y_sq[:, None] - 2.0 * (Y @ Z.T) + np.einsum("ij,ij->i", Z, Z)[None, :]
+    F = G.T @ np.exp(-gamma * np.maximum(D, 0.0))
+    return np.einsum("kb,kb->b", F, F)
