@@ -37,6 +37,7 @@ SPECS = {
     "KernelFisherDiscriminant": (sparsekm.models.KernelFisherDiscriminant(C=1e-2, kernel=K),
                                  "binary"),
     "KernelPCA": (sparsekm.models.KernelPCA(n_components=4, kernel=K), "unsupervised"),
+    "RVC": (sparsekm.models.RVC(kernel=K, max_iter=100), "binary"),
     "RandomizedKernelPCA": (sparsekm.models.RandomizedKernelPCA(
         n_components=3, kernel=K, sampling="sparsify", s=2.0, random_state=0), "unsupervised"),
     "ReducedSetClassifier": (sparsekm.models.ReducedSetClassifier(

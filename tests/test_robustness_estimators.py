@@ -54,6 +54,7 @@ from sparsekm.approx.randomized import RandomProjection, sparsify_quantize_gram
 from sparsekm.kernels import RBF, InverseMultiquadric, Linear, Polynomial, Sigmoid
 from sparsekm.models import (
     RSVM,
+    RVC,
     ApproxKFD,
     ApproxSVC,
     KernelFisherDiscriminant,
@@ -205,6 +206,7 @@ SPECS = {
                       big=lambda k: ApproxKFD(n_basis=50, kernel=k, random_state=0)),
     "KernelFisherDiscriminant": Spec(lambda k: KernelFisherDiscriminant(kernel=k),
                                      "classifier"),
+    "RVC": Spec(lambda k: RVC(kernel=k, max_iter=50), "classifier"),
 }
 
 

@@ -57,7 +57,12 @@ def _posterior_mode(Phi, t, alpha, w, max_newton=50, tol=1e-14):
     factor of the Hessian ``Phi^T B Phi + A`` at the mode.
     """
     def objective(w):
-        return _log_likelihood(Phi @ w, t) - 0.5 * float(np.sum(alpha * w * w))
+        with np.errstate(over="ignore", invalid="ignore"):
+            v = _log_likelihood(Phi @ w, t) - 0.5 * float(np.sum(alpha * w * w))
+        if not np.isfinite(v):
+            raise ValueError("The RVM posterior is not finite: the kernel values are badly "
+                             "scaled for this data (rescale X or choose another kernel).")
+        return v
 
     obj = objective(w)
     for _ in range(max_newton):
@@ -217,8 +222,9 @@ def sparse_bayes_logistic(Phi, t, *, max_iter=1000, tol=1e-3, threshold_alpha=1e
         Sigma = cho_solve(chol, np.eye(active.size), check_finite=False)
         gamma = 1.0 - alpha * np.diag(Sigma)
         # eq. 16: alpha_i = gamma_i / mu_i^2 (gamma_i in [0, 1] up to rounding)
-        with np.errstate(divide="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             new_alpha = np.where(w * w > 0, np.clip(gamma, 0.0, 1.0) / (w * w), np.inf)
+        new_alpha = np.where(np.isnan(new_alpha), np.inf, new_alpha)
         new_alpha = np.where(new_alpha > 0, new_alpha, np.finfo(float).tiny)
         prune = new_alpha > threshold_alpha
         if prune_rule == "marginal":
@@ -408,7 +414,12 @@ class RVC(BinaryExpansionClassifier):
         self.log_evidence_ = np.asarray(res["log_evidence"])
         self.n_iter_ = int(res["n_iter"])
         self.converged_ = bool(res["converged"])
-        self.expansion_ = KernelExpansion(X[idx], mu[is_kernel].astype(X.dtype), self.kernel_, b)
+        with np.errstate(over="ignore", invalid="ignore"):
+            coef = mu[is_kernel].astype(X.dtype)
+        if not (np.isfinite(coef).all() and np.isfinite(b)):
+            raise ValueError(f"The RVM weights overflow {X.dtype}: the kernel values are badly "
+                             "scaled for this data (rescale X or choose another kernel).")
+        self.expansion_ = KernelExpansion(X[idx], coef, self.kernel_, b)
         self.n_features_in_ = X.shape[1]
         return self
 
