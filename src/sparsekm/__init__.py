@@ -12,6 +12,7 @@ from . import config  # noqa: E402
 from .expansion import KernelExpansion  # noqa: E402
 from .kernels import RBF, InverseMultiquadric, Linear, Polynomial, Sigmoid  # noqa: E402
 from .persistence import FormatError, load, save  # noqa: E402
+from .compress import compress  # noqa: E402
 
 __all__ = [
     "KernelExpansion",
@@ -24,5 +25,6 @@ __all__ = [
     "save",
     "load",
     "FormatError",
+    "compress",
     "__version__",
 ]
