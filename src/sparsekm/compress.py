@@ -189,7 +189,15 @@ def _full_machine(model, y_val, owner):
             raise ValueError(f"{owner} needs a fitted model; {type(model).__name__} is not "
                              "fitted (call fit first).")
         if isinstance(model, SVC) and len(model.classes_) > 2:
-            # one-vs-one: only ReducedSetClassifier knows how to reduce it (if it can)
+            # one-vs-one: handed to ReducedSetClassifier at every size, if this version of
+            # sparsekm can represent it as an expansion at all
+            try:
+                KernelExpansion.from_estimator(model)
+            except (TypeError, ValueError) as exc:
+                raise TypeError(
+                    f"{owner}: this version of sparsekm cannot reduce a multi-class "
+                    f"(one-vs-one) SVC ({exc}). Train OneVsRestClassifier(SVC(...)) instead."
+                ) from None
             return None, np.asarray(model.classes_), model.predict
         return KernelExpansion.from_estimator(model), np.asarray(model.classes_), model.predict
     expansion = getattr(model, "expansion_", None)
@@ -275,9 +283,10 @@ def compress(model, X_val, y_val, *, max_error_increase=0.005, method="construct
     Returns
     -------
     ReducedSetClassifier
-        Fitted; ``n_vectors_`` is its budget and ``compress_curve_`` the
-        :class:`CompressCurve` walked (plot it with
-        :func:`sparsekm.plotting.compress_curve`).
+        Fitted; ``n_vectors_`` is its budget and ``compress_curve_`` the curve
+        walked, a plain dictionary (saved with the model by :func:`sparsekm.save`;
+        ``CompressCurve(**model.compress_curve_)`` gives the :class:`CompressCurve`;
+        plot it with :func:`sparsekm.plotting.compress_curve`).
 
     Notes
     -----
@@ -299,7 +308,7 @@ def compress(model, X_val, y_val, *, max_error_increase=0.005, method="construct
     >>> bool(small.n_vectors_ < svc.support_.size)
     True
     >>> c = small.compress_curve_
-    >>> bool(c.error[c.chosen] <= c.target_error)
+    >>> bool(c["error"][c["chosen"]] <= c["target_error"])
     True
     """
     owner = "compress"
@@ -443,6 +452,6 @@ def compress(model, X_val, y_val, *, max_error_increase=0.005, method="construct
         best = min(passing, key=lambda m: (fits[m][0].n_vectors_, m))
         rsc = fits[best][0]
     curve.chosen = curve.n_vectors.index(best)
-    rsc.compress_curve_ = curve
+    rsc.compress_curve_ = curve.as_dict()
     return rsc
 
