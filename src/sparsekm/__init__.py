@@ -9,10 +9,10 @@ object, :class:`~sparsekm.expansion.KernelExpansion`.
 __version__ = "0.1.0"
 
 from . import config  # noqa: E402
+from .compress import compress  # noqa: E402
 from .expansion import KernelExpansion  # noqa: E402
 from .kernels import RBF, InverseMultiquadric, Linear, Polynomial, Sigmoid  # noqa: E402
 from .persistence import FormatError, load, save  # noqa: E402
-from .compress import compress  # noqa: E402
 
 __all__ = [
     "KernelExpansion",
