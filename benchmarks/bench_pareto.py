@@ -584,6 +584,62 @@ def figure(name, full, tiers, cells, path):
     return savefig(fig, path)
 
 
+def markdown_report(names, out_dir=RESULTS):
+    """Markdown tables of the written JSON files (for docs/performance.md)."""
+    lines = []
+    for name in names:
+        path = Path(out_dir) / f"pareto_{name}.json"
+        if not path.exists():
+            lines += [f"### {name}", "", "(not run)", ""]
+            continue
+        res = json.loads(path.read_text())
+        tiers = res["protocol"]["budget_tiers"]
+        budgets = list(tiers.values())
+        full = res["full"]
+        m = res["machine"]
+        lines += [f"### {name}", "",
+                  f"{res['protocol']['n_fit']} fitting / {res['protocol']['n_val']} validation / "
+                  f"{res['protocol']['n_test']} test points, gamma = {res['protocol']['gamma']:.4g}, "
+                  f"C = {res['protocol']['C']:g}; run {m['date']} at load "
+                  f"{m['load_average_1_5_15_min'][0]}. Full SVC: "
+                  + ", ".join(f"{k[4:].upper()} {100 * v['test_error']:.2f} % with "
+                              f"{v['n_evals']} evaluations ({v['fit_seconds']:.2f} s)"
+                              for k, v in full.items()) + ".", "",
+                  "Test error (%) of each method at each budget (variant chosen on validation); "
+                  "in brackets the fit time / full OvR SVC training time:", "",
+                  "| method | " + " | ".join(f"{b}" + (f" (tier {t})" if str(t) != str(b) else "")
+                                            for t, b in tiers.items()) + " |",
+                  "|---|" + "---|" * len(budgets)]
+        for meth, cells in res["cells"].items():
+            row = []
+            for b in budgets:
+                c = cells.get(str(b))
+                row.append("–" if c is None else
+                           f"{100 * c['test_error']:.2f} ({c['time_ratio_to_svc_ovr']:.3g}×)")
+            fam = " [peer]" if res["methods"][meth]["family"] == "peer" else ""
+            lines.append(f"| {res['methods'][meth]['label']}{fam} | " + " | ".join(row) + " |")
+        lines += ["", "Chosen on validation (test error %): best sparsekm vs best peer:", "",
+                  "| budget | sparsekm (method) | peer (method) | sparsekm ≤ peer |",
+                  "|---|---|---|---|"]
+        for r in res["summary"]["per_budget"]:
+            if "sparsekm" not in r or "peer" not in r:
+                continue
+            sk, pe = r["sparsekm"], r["peer"]
+            ok = "yes" if r["sparsekm_test_le_peer"] else "**no**"
+            lines.append(f"| {r['budget']} | {100 * sk['test_error']:.2f} ({sk['method']}) | "
+                         f"{100 * pe['test_error']:.2f} ({pe['method']}) | {ok} |")
+        ta = res["summary"]["target_a"]
+        lines += ["", f"Target (a) met: **{'yes' if ta['met'] else 'no'}**"
+                  + (f" (fails at tiers {ta['failed_tiers']})" if ta["failed_tiers"] else "")
+                  + "."]
+        if "target_b" in res["summary"]:
+            tb = res["summary"]["target_b"]
+            lines.append(f"Target (b): {tb['test_error_percent']:.2f} % ({tb['method']}) — met: "
+                         f"**{'yes' if tb['met'] else 'no'}**.")
+        lines += ["", f"![{name}](figures/pareto_{name}.png)", ""]
+    return "\n".join(lines)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--datasets", default="digits,banana,waveform,ringnorm,image,usps,usps784")
@@ -592,7 +648,12 @@ def main(argv=None):
     p.add_argument("--out-dir", default=str(RESULTS))
     p.add_argument("--fig-dir", default=str(FIGURES))
     p.add_argument("--cache-dir", default=None)
+    p.add_argument("--report", action="store_true",
+                   help="print markdown tables of the JSON files already written and exit")
     args = p.parse_args(argv)
+    if args.report:
+        print(markdown_report(args.datasets.split(","), args.out_dir))
+        return []
     methods = args.methods.split(",") if args.methods else None
     for m in methods or ():
         if m not in METHODS:

@@ -485,6 +485,10 @@ def compress_curve(curve, *, path=None, title=None):
         ax.plot(curve.budget[curve.chosen], 100 * curve.error[curve.chosen], "o", ms=12,
                 mfc="none", mec="C3", mew=1.5, label=f"chosen: {curve.budget[curve.chosen]}")
     ax.set_xscale("log")
+    from matplotlib.ticker import FuncFormatter
+
+    for axis_fmt in (ax.xaxis.set_major_formatter, ax.xaxis.set_minor_formatter):
+        axis_fmt(FuncFormatter(lambda v, _: f"{v:g}"))
     ax.set_xlabel("kernel evaluations per prediction")
     ax.set_ylabel("validation error (%)")
     ax.set_title(title or f"compress ({curve.search} search)", fontsize=9)
