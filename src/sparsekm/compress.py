@@ -304,7 +304,7 @@ def compress(model, X_val, y_val, *, max_error_increase=0.005, method="construct
     >>> X, y = make_moons(400, noise=0.2, random_state=0)
     >>> svc = SVC(C=10).fit(X[:200], y[:200])
     >>> small = sparsekm.compress(svc, X[200:], y[200:], max_error_increase=0.01,
-    ...                           random_state=0)
+    ...                           n_init=2, max_iter=50, random_state=0)
     >>> bool(small.n_vectors_ < svc.support_.size)
     True
     >>> c = small.compress_curve_
