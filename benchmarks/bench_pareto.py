@@ -420,7 +420,7 @@ METHODS = {
     "rs_select_l1": Method("sparsekm", m_rs_select_l1, "RS selection (L1)",
                            max_budget={"usps": 250, "usps784": 100}),
     "slmc": Method("sparsekm", m_slmc, "SLMC (k-means init)",
-                   max_budget={"digits": 500, "usps": 250, "usps784": 100}),
+                   max_budget={"digits": 500, "usps": 250, "usps784": 100, "ringnorm": 250}),
     "approx_svc": Method("sparsekm", m_approx_svc, "ApproxSVC (greedy basis)",
                          max_budget={"usps": 500, "usps784": 250}),
     "greedy_basis_linear": Method("sparsekm", m_greedy_basis_linear,
