@@ -8,6 +8,7 @@ and is finite. Falls back to the embedded digits when the USPS files are missing
 import importlib.util
 import json
 import math
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 def _load(name):
     spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 
@@ -94,3 +96,38 @@ def test_fuzz_load_quick(tmp_path):
                 "with_key_modified_files_accepted"):
         assert totals[key] == 0, key
     assert totals["crafted_cases_as_expected"] == res["n_crafted_cases"]
+
+
+def test_pareto_quick(tmp_path):
+    """bench_pareto --quick: every selected method has a cell per budget, the summary
+    compares the validation-chosen best sparsekm method with the best peer."""
+    mod = _load("bench_pareto")
+    methods = "rs_construct,approx_svc,nystroem_uniform,nystroem_kmeans,rbf_sampler"
+    argv = ["--quick", "--datasets", "digits", "--methods", methods, "--out-dir",
+            str(tmp_path), "--fig-dir", str(tmp_path)]
+    mod.main(argv)
+    res = json.loads((tmp_path / "pareto_digits_quick.json").read_text())
+    assert (tmp_path / "pareto_digits_quick.png").stat().st_size > 0
+    assert set(res["cells"]) == set(methods.split(","))
+    budgets = [str(b) for b in res["protocol"]["budget_tiers"].values()]
+    for cells in res["cells"].values():
+        assert set(cells) == set(budgets)
+        for c in cells.values():
+            assert 0 <= c["test_error"] <= 1 and 0 <= c["val_error"] <= 1
+            assert 1 <= c["n_evals"] <= max(int(b) for b in budgets)
+            assert _finite(c["time_ratio_to_svc_ovr"])
+    assert {"svc_ovr", "svc_ovo"} <= set(res["full"])
+    for row in res["summary"]["per_budget"]:
+        for fam in ("sparsekm", "peer"):
+            # the best of a family is the one with the lowest validation error
+            best = min(res["cells"][m][str(row["budget"])]["val_error"] for m in res["cells"]
+                       if res["methods"][m]["family"] == fam)
+            assert row[fam]["val_error"] == best
+        assert row["sparsekm_test_le_peer"] == (row["sparsekm"]["test_error"]
+                                               <= row["peer"]["test_error"])
+    assert isinstance(res["summary"]["target_a"]["met"], bool)
+    # resumable: a second run finds every cell in the cache and recomputes nothing
+    logs = []
+    mod.run_dataset("digits", quick=True, methods=methods.split(","),
+                    cache_dir=tmp_path / "pareto_cache", log=logs.append)
+    assert logs and not any(": budgets [" in line for line in logs)

@@ -56,7 +56,6 @@ SPECS = {
                    "binary"),
     "GreedyBasis": (sparsekm.approx.GreedyBasis(n_basis=12, kernel=K, random_state=0),
                     "unsupervised"),
-    "RVC": (sparsekm.models.RVC(kernel=K, max_iter=50), "binary"),
 }
 
 

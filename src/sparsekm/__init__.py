@@ -9,6 +9,7 @@ object, :class:`~sparsekm.expansion.KernelExpansion`.
 __version__ = "0.1.0"
 
 from . import config  # noqa: E402
+from .compress import compress  # noqa: E402
 from .expansion import KernelExpansion  # noqa: E402
 from .kernels import RBF, InverseMultiquadric, Linear, Polynomial, Sigmoid  # noqa: E402
 from .onnx_export import to_onnx  # noqa: E402  (imports onnx only when called)
@@ -26,5 +27,6 @@ __all__ = [
     "load",
     "FormatError",
     "to_onnx",
+    "compress",
     "__version__",
 ]

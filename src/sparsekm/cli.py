@@ -568,6 +568,11 @@ def cmd_reduce(args):
     from .persistence import save
     from .reduced_set import reduce_expansion
 
+    if args.max_error_increase is not None:
+        return cmd_reduce_compress(args)
+    if args.n_vectors is None:
+        raise SystemExit(_usage_error("reduce needs -n/--n-vectors (or --max-error-increase "
+                                      "with --validation to search the size)"))
     key = read_key_file(args.key_file)
     model, source = load_model(args.model, args.trust_pickle, key=key)
     clf = model if isinstance(model, ExpansionClassifier) else None
@@ -685,6 +690,78 @@ def cmd_data(args):
     return 0
 
 
+# -- reduce --max-error-increase: automatic budget (sparsekm.compress) ----------------
+def add_compress_options(p):
+    """The options of ``reduce --max-error-increase`` (see :func:`cmd_reduce_compress`)."""
+    g = p.add_argument_group("automatic size (sparsekm.compress)")
+    g.add_argument("--max-error-increase", type=float, default=None, metavar="TOL",
+                   help="search the smallest size whose validation error is at most the full "
+                        "model's + TOL (a fraction: 0.005 = half a point); needs --validation")
+    g.add_argument("--validation", default=None, metavar="VAL",
+                   help="validation rows (.npy/.csv), class label in the last column")
+    g.add_argument("--train", default=None, metavar="TRAIN",
+                   help="optional training rows (label last) to re-fit the thresholds")
+    g.add_argument("--plot", default=None,
+                   help="figure of the error-budget curve (default: OUTPUT with .png)")
+
+
+def cmd_reduce_compress(args):
+    """``sparsekm reduce MODEL --max-error-increase TOL --validation VAL -o OUT``."""
+    from pathlib import Path
+
+    from .compress import CompressCurve, compress
+    from .persistence import FormatError, load, save
+    from .plotting import compress_curve
+
+    if args.validation is None:
+        raise ValueError("--max-error-increase needs --validation VAL (rows with the class "
+                         "label in the last column).")
+    if args.method not in ("construct", "construct+refine", "select-kpca", "select-l1"):
+        raise ValueError(f"unknown method {args.method!r}")
+    key = read_key_file(args.key_file)
+    try:
+        model = load(args.model, key=key)
+    except FormatError as exc:
+        if not args.trust_pickle or key is not None:
+            raise ValueError(f"{args.model} is not a sparsekm file ({exc}); pass --trust-pickle "
+                             "for a joblib-saved scikit-learn model you trust.") from None
+        import joblib
+
+        model = joblib.load(args.model)
+
+    def split(path):
+        A = read_matrix(path)
+        if A.shape[1] < 2:
+            raise ValueError(f"{path} needs feature columns and a label column (the last).")
+        return A[:, :-1], A[:, -1]
+
+    X_val, y_val = split(args.validation)
+    X_tr, y_tr = split(args.train) if args.train else (None, None)
+    classes = getattr(model, "classes_", None)
+    if classes is not None and classes.dtype.kind in "iu":
+        y_val = y_val.astype(classes.dtype)
+        y_tr = None if y_tr is None else y_tr.astype(classes.dtype)
+    small = compress(model, X_val, y_val, max_error_increase=args.max_error_increase,
+                     method=args.method, shared=args.shared, X_train=X_tr, y_train=y_tr,
+                     random_state=args.seed)
+    c = CompressCurve(**small.compress_curve_)
+    print(f"full model: validation error {100 * c.full_error:.2f} % with {c.full_budget} "
+          f"kernel evaluations; target <= {100 * c.target_error:.2f} %")
+    print("  n_vectors  evaluations  validation error")
+    order = sorted(range(len(c.budget)), key=lambda i: c.budget[i])
+    for i in order:
+        mark = "  <- chosen" if i == c.chosen else ""
+        print(f"  {c.n_vectors[i]:9d}  {c.budget[i]:11d}  {100 * c.error[i]:14.2f} %{mark}")
+    save(small, args.output, key=key)
+    plot = args.plot or str(Path(args.output).with_suffix(".png"))
+    compress_curve(c, path=plot)
+    print(f"chosen: {small.n_vectors_} kernel evaluations "
+          f"({c.full_budget / max(small.n_vectors_, 1):.1f}x fewer), validation error "
+          f"{100 * c.error[c.chosen]:.2f} %{'' if c.met else ' (tolerance NOT met)'}")
+    print(f"saved {args.output}; curve plotted to {plot}")
+    return 0
+
+
 def _usage_error(msg):
     print(f"sparsekm: error: {msg}", file=sys.stderr)
     return 2
@@ -743,10 +820,11 @@ def build_parser():
     p.add_argument("model", help="a sparsekm file, or a joblib-saved scikit-learn SVC / NuSVC "
                                  "(binary or multi-class) / OneVsOneClassifier(SVC) / "
                                  "OneVsRestClassifier(SVC) / SVR / KernelPCA with --trust-pickle")
-    p.add_argument("-n", "--n-vectors", type=_positive_int, required=True,
+    p.add_argument("-n", "--n-vectors", type=_positive_int, default=None,
                    help="TOTAL number of distinct vectors of the reduced model = kernel "
                         "evaluations per prediction (a multi-class model gets one set shared "
-                        "by all its binary machines); with --per-class, vectors per output")
+                        "by all its binary machines); with --per-class, vectors per output; required unless "
+                        "--max-error-increase")
     p.add_argument("--per-class", action="store_true",
                    help="multi-output models: a separate set of N vectors for each output "
                         "(each class of one-vs-rest, each pair of one-vs-one), N x outputs in "
@@ -764,6 +842,7 @@ def build_parser():
     p.add_argument("--trust-pickle", action="store_true",
                    help="allow loading a joblib pickle (can execute code: trusted files only)")
     add_key_file_option(p)
+    add_compress_options(p)
     p.set_defaults(func=cmd_reduce)
 
     p = add_command(parser, "predict",

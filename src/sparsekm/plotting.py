@@ -22,6 +22,7 @@ __all__ = [
     "randomized_subspace_vs_bound",
     "randomized_rounding_plot",
     "randomized_projection_plot",
+    "compress_curve",
 ]
 
 
@@ -444,6 +445,53 @@ def error_vs_n_vectors(curves, *, paper=None, baselines=None, xlabel="number of 
     for i, (label, value) in enumerate((baselines or {}).items()):
         ax.axhline(value, color="0.4", ls=("--", ":", "-.")[i % 3], lw=1.0, label=label)
     _label_axes(ax, xlabel, ylabel, title, logx)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return savefig(fig, path) if path is not None else fig
+
+
+# -- The error-budget curve walked by sparsekm.compress ---------------------------------
+def compress_curve(curve, *, path=None, title=None):
+    """Validation error against kernel evaluations per prediction, as walked by
+    :func:`sparsekm.compress`.
+
+    Parameters
+    ----------
+    curve : CompressCurve, its dictionary, or a model with ``compress_curve_``
+        The walked sizes (points, joined in budget order), the full machine's error
+        (dashed line at its budget), the tolerance (dotted line) and the returned
+        model (large ring).
+    path : str or Path, optional
+        Save the figure there (and return the path); otherwise return the figure.
+    title : str, optional
+    """
+    from .compress import CompressCurve
+
+    curve = getattr(curve, "compress_curve_", curve)
+    if isinstance(curve, dict):
+        curve = CompressCurve(**curve)
+    if not isinstance(curve, CompressCurve):
+        raise TypeError("compress_curve needs a CompressCurve or a model returned by "
+                        f"sparsekm.compress; got {type(curve).__name__}.")
+    plt = _plt()
+    budget, error = curve.sorted()
+    fig, ax = plt.subplots(figsize=(5.6, 3.8))
+    ax.plot(budget, 100 * error, "o-", markersize=4, label="reduced (validation)")
+    ax.axhline(100 * curve.full_error, color="0.3", ls="--", lw=1.0,
+               label=f"full machine ({curve.full_budget} evaluations)")
+    ax.axhline(100 * curve.target_error, color="C3", ls=":", lw=1.0, label="tolerance")
+    if curve.chosen >= 0:
+        ax.plot(curve.budget[curve.chosen], 100 * curve.error[curve.chosen], "o", ms=12,
+                mfc="none", mec="C3", mew=1.5, label=f"chosen: {curve.budget[curve.chosen]}")
+    ax.set_xscale("log")
+    from matplotlib.ticker import FuncFormatter
+
+    for axis_fmt in (ax.xaxis.set_major_formatter, ax.xaxis.set_minor_formatter):
+        axis_fmt(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.set_xlabel("kernel evaluations per prediction")
+    ax.set_ylabel("validation error (%)")
+    ax.set_title(title or f"compress ({curve.search} search)", fontsize=9)
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=7)
     fig.tight_layout()

@@ -205,6 +205,14 @@ class ReducedSetClassifier(ClassifierMixin, _ReducedSetBase):
         "decision_function_shape_": persistence.spec.str(optional=True),
         "break_ties_": persistence.spec.bool(optional=True),
         "vote_": persistence.spec.str(optional=True),
+        # the error-budget curve walked by sparsekm.compress (models it returned)
+        "compress_curve_": persistence.spec.dict(
+            persistence.spec.one_of(
+                persistence.spec.int(), persistence.spec.float(), persistence.spec.bool(),
+                persistence.spec.str(), persistence.spec.list(persistence.spec.one_of(
+                    persistence.spec.int(), persistence.spec.float()))),
+            keys=("n_vectors", "budget", "error", "full_error", "full_budget", "target_error",
+                  "chosen", "met", "search"), optional=True),
     }
 
     def __init__(self, estimator=None, n_vectors=25, method="construct", shared="auto",
