@@ -220,3 +220,16 @@ def test_kfd_save_load(data, tmp_path):
         est2 = sparsekm.load(tmp_path / f"kfd{i}.skm")
         np.testing.assert_array_equal(est2.decision_function(Xt), est.decision_function(Xt))
         assert isinstance(getattr(est2, "basis_", GreedyBasis()), GreedyBasis)
+
+
+@pytest.mark.parametrize("solver", ["smo", "liblinear", "lbfgs"])
+def test_every_solver_records_n_iter_and_round_trips(solver, tmp_path):
+    """n_iter_ (the solver's iterations) is set and the model saves and loads bit-exactly."""
+    from sklearn.datasets import make_moons
+
+    X, y = make_moons(150, noise=0.2, random_state=0)
+    m = ApproxSVC(n_basis=15, solver=solver, kernel=RBF(1.0)).fit(X, y)
+    assert m.n_iter_ >= 1
+    sparsekm.save(m, tmp_path / "m.skm")
+    np.testing.assert_array_equal(sparsekm.load(tmp_path / "m.skm").decision_function(X),
+                                  m.decision_function(X))

@@ -509,6 +509,11 @@ class _Encoder:
             name = _NAMES.get(type(obj))
         if name is not None:
             return self.estimator(obj, name, where)
+        if type(obj).__module__.startswith("dask.") and hasattr(obj, "dask"):
+            raise TypeError(
+                f"Cannot save {where}: it is a dask array (a model fitted on a dask array keeps "
+                f"n-sized state such as GreedyBasis.residuals_ on the cluster); compute it or "
+                f"drop it before saving.")
         raise TypeError(
             f"Cannot save {where} of type {type(obj).__name__}: sparsekm files hold arrays, "
             "numbers, strings, kernels, kernel expansions, registered estimators and "

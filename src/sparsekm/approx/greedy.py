@@ -337,6 +337,10 @@ class GreedyBasis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         "mse_": spec.float(),
         "n_basis_": spec.int(bind="n_basis"),
         "n_kernel_evaluations_": spec.int(),
+        # timings and state mode of a fit on a dask array (informational)
+        "dask_info_": spec.dict(spec.one_of(
+            spec.bool(), spec.int(), spec.float(), spec.str(),
+            spec.list(spec.one_of(spec.int(), spec.float()))), optional=True),
     }
 
     def __init__(self, n_basis=100, tol=1e-3, kernel=None, init="random", pivoting="greedy",

@@ -23,7 +23,7 @@ BINARY_PERSIST_ATTRS = {
     "intercept_": spec.float(),
     "expansion_": spec.expansion(n_terms="n_terms", n_features="n_features", n_outputs=1),
     "n_features_in_": spec.int(bind="n_features"),
-    "n_kernel_evaluations_": spec.dict(spec.int(), keys=("approximation", "training")),
+    "n_kernel_evaluations_": spec.dict(spec.int(nullable=True), keys=("approximation", "training")),
 }
 
 

@@ -35,7 +35,7 @@ _BASES = ("greedy", "support")
 _SOLVERS = ("smo", "liblinear", "lbfgs")
 
 
-def svc_precomputed(K, y, C, *, tol=1e-3, max_iter=-1):
+def svc_precomputed(K, y, C, *, tol=1e-3, max_iter=-1, info=None):
     """Binary SVM (libsvm's SMO) on a precomputed Gram matrix.
 
     Returns
@@ -45,15 +45,19 @@ def svc_precomputed(K, y, C, *, tol=1e-3, max_iter=-1):
     dual_coef : ndarray of shape (n_SV,)
         ``alpha_i y_i``.
     intercept : float
+
+    ``info``, a dict if given, receives ``n_iter`` (libsvm's iterations).
     """
     if max_iter == -1:  # libsvm may never stop on badly scaled kernels (values ~1e24)
         max_iter = max(10**6, 100 * K.shape[0])
     svc = SVC(C=C, kernel="precomputed", tol=tol, max_iter=max_iter).fit(K, y)
+    if info is not None:
+        info["n_iter"] = int(np.max(svc.n_iter_))
     return svc.support_, svc.dual_coef_[0].copy(), float(svc.intercept_[0])
 
 
 def linear_svm_on_coordinates(Gamma, y, C, *, solver="smo", tol=1e-3, max_iter=-1,
-                              random_state=None):
+                              random_state=None, info=None):
     """Linear SVM on the coordinates ``Gamma`` (the SVM with kernel ``gamma_i^T gamma_j``).
 
     Parameters
@@ -85,22 +89,26 @@ def linear_svm_on_coordinates(Gamma, y, C, *, solver="smo", tol=1e-3, max_iter=-
         Training points with ``alpha_i > 0`` (``None`` for liblinear).
     n_dot_products : int or None
         ``gamma_i^T gamma_j`` computed by the solver (``None`` for liblinear).
+
+    ``info``, a dict if given, receives ``n_iter``: the solver's iterations.
     """
+    info = {} if info is None else info
     Gamma = np.asarray(Gamma, dtype=np.float64)
     if solver == "smo":
         G = Gamma @ Gamma.T
-        support, dual, b = svc_precomputed(G, y, C, tol=tol, max_iter=max_iter)
+        support, dual, b = svc_precomputed(G, y, C, tol=tol, max_iter=max_iter, info=info)
         w = Gamma[support].T @ dual
         return w, b, support, int(Gamma.shape[0]) ** 2
     if solver == "liblinear":
         svm = LinearSVC(C=C, loss="hinge", dual=True, intercept_scaling=1.0, tol=tol,
                         max_iter=max(20000, max_iter), random_state=random_state).fit(Gamma, y)
+        info["n_iter"] = int(svm.n_iter_)
         return svm.coef_[0].copy(), float(svm.intercept_[0]), None, None
     if solver == "lbfgs":
         from ..approx.distributed import lbfgs_squared_hinge, squared_hinge_objective
 
         y = np.asarray(y, dtype=np.float64)
-        w, b, _, _ = lbfgs_squared_hinge(
+        w, b, info["n_iter"], _ = lbfgs_squared_hinge(
             lambda theta: squared_hinge_objective(theta, Gamma, y, C), Gamma.shape[1],
             max_iter=1000 if max_iter == -1 else max_iter)
         return w, b, None, None
@@ -196,7 +204,12 @@ class ApproxSVC(BinaryExpansionClassifier):
     # Fitted state restored by sparsekm.load (see docs/persistence.md).
     _persist_attrs = {**BINARY_PERSIST_ATTRS,
                       "basis_": spec.estimator("sparsekm.approx.greedy.GreedyBasis", n_features="n_features"),
-                      "support_": spec.array("iu", (None,))}
+                      "support_": spec.array("iu", (None,), nullable=True),
+                      "n_iter_": spec.int(optional=True),
+                      # timings and state mode of a fit on a dask array (informational)
+                      "dask_info_": spec.dict(spec.one_of(
+                          spec.bool(), spec.int(), spec.float(), spec.str(),
+                          spec.list(spec.one_of(spec.int(), spec.float()))), optional=True)}
 
     def __init__(self, C=1.0, n_basis=0.1, tol=1e-3, kernel=None, basis="greedy", solver="smo",
                  init="random", random_state=None, max_iter=-1,
@@ -246,9 +259,12 @@ class ApproxSVC(BinaryExpansionClassifier):
             Gamma = basis.transform(X)
             extra += n * basis.n_basis_
         _check_basis_not_empty(basis, "ApproxSVC")
+        info = {}
         w, b, support, n_dot = linear_svm_on_coordinates(Gamma, ys, C, solver=self.solver,
                                                          max_iter=max_iter,
-                                                         random_state=self.random_state)
+                                                         random_state=self.random_state,
+                                                         info=info)
+        self.n_iter_ = max(int(info["n_iter"]), 1)
         coef = solve_triangular(basis.cholesky_.T, w, lower=False, check_finite=False)
         self.basis_ = basis
         self.coef_ = coef
