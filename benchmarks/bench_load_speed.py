@@ -32,6 +32,8 @@ from sparsekm import KernelExpansion, load, save  # noqa: E402
 from sparsekm.kernels import RBF  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
+#: the last commit with the decoder that issue 13 replaced
+PREVIOUS = "05a623d"
 
 
 def json_heavy(target_bytes, seed=0):
@@ -48,9 +50,10 @@ def json_heavy(target_bytes, seed=0):
 
 
 def old_load_function():
-    """``load`` of the decoder on ``main`` (before issue 13), or None if git is missing."""
+    """``load`` of the decoder before issue 13 (commit ``PREVIOUS``), or None without git."""
     try:
-        src = subprocess.run(["git", "-C", str(ROOT), "show", "main:src/sparsekm/persistence.py"],
+        src = subprocess.run(["git", "-C", str(ROOT), "show",
+                              f"{PREVIOUS}:src/sparsekm/persistence.py"],
                              capture_output=True, check=True, text=True).stdout
     except (OSError, subprocess.CalledProcessError):
         return None
