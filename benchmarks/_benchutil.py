@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import platform
+import threading
 import time
 
 import numpy as np
@@ -128,3 +129,32 @@ def digits_data():
     if data_available("usps"):
         return ("usps", 1 / 128) + tuple(load_usps())
     return ("digits (embedded, USPS files not found)", 1 / 32) + tuple(load_digits_default())
+
+
+class PeriodicSampler:
+    """Calls ``self._sample()`` every ``interval`` seconds on a daemon thread while in a
+    ``with`` block (and once at entry and exit). Subclasses implement ``_sample``."""
+
+    def __init__(self, interval):
+        self.interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _sample(self):
+        raise NotImplementedError
+
+    def _run(self):
+        while not self._stop.is_set():
+            self._sample()
+            time.sleep(self.interval)
+
+    def __enter__(self):
+        self._sample()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+        return False

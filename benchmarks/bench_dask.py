@@ -28,7 +28,7 @@ import json
 import logging
 import os
 import platform
-import threading
+import sys
 import time
 from pathlib import Path
 
@@ -37,6 +37,9 @@ import psutil
 
 from sparsekm import KernelExpansion
 from sparsekm.kernels import RBF
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _benchutil import PeriodicSampler  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -47,16 +50,14 @@ def _cpu_seconds():
 GiB = 2**30
 
 
-class RSSMonitor:
+class RSSMonitor(PeriodicSampler):
     """Peak RSS of this process, and of this process plus all its descendants."""
 
     def __init__(self, interval=0.05):
-        self.interval = interval
+        super().__init__(interval)
         self.peak_self = 0
         self.peak_tree = 0
         self.peak_per_process = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _sample(self):
         me = psutil.Process(os.getpid())
@@ -75,22 +76,6 @@ class RSSMonitor:
             self.peak_per_process[p.pid] = max(self.peak_per_process.get(p.pid, 0), rss)
         self.peak_self = max(self.peak_self, me.memory_info().rss)
         self.peak_tree = max(self.peak_tree, total)
-
-    def _run(self):
-        while not self._stop.is_set():
-            self._sample()
-            time.sleep(self.interval)
-
-    def __enter__(self):
-        self._sample()
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
-        self._sample()
-        return False
 
 
 def main(argv=None):

@@ -33,7 +33,7 @@ import json
 import logging
 import os
 import platform
-import threading
+import sys
 import time
 from pathlib import Path
 
@@ -41,6 +41,9 @@ import numpy as np
 
 from sparsekm.kernels import RBF
 from sparsekm.models import ApproxSVC
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _benchutil import PeriodicSampler  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 GiB = 2**30
@@ -84,18 +87,17 @@ def numpy_ringnorm(n, chunk_rows, seed):
     return np.vstack([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
-class ClusterMonitor:
+class ClusterMonitor(PeriodicSampler):
     """Peak RSS of every cluster process, and every worker address ever seen."""
 
     def __init__(self, client, interval=0.2):
         import psutil
 
-        self.client, self.interval, self.psutil = client, interval, psutil
+        super().__init__(interval)
+        self.client, self.psutil = client, psutil
         self.peak = {}
         self.addresses = set(client.scheduler_info()["workers"])
         self.initial = set(self.addresses)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _sample(self):
         me = self.psutil.Process(os.getpid())
@@ -108,22 +110,6 @@ class ClusterMonitor:
             self.addresses |= set(self.client.scheduler_info()["workers"])
         except Exception:  # noqa: BLE001 - sampling only
             pass
-
-    def _run(self):
-        while not self._stop.is_set():
-            self._sample()
-            time.sleep(self.interval)
-
-    def __enter__(self):
-        self._sample()
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
-        self._sample()
-        return False
 
     @property
     def restarts(self):
