@@ -551,6 +551,82 @@ def test_projected_kernel_persistence_equality_and_errors(tmp_path):
         kernel_from_dict({"name": "ProjectedKernel", "params": {"kernel": RBF().to_dict()}})
 
 
+def test_projected_kernel_file_saved_before_the_move_to_kernels_loads():
+    # Saved by the code of commit bb7b59d, when ProjectedKernel and RandomProjection
+    # lived in sparsekm/approx/randomized.py: kernels are stored by class name, so the
+    # file names no module and loads unchanged. psi(Xt) recorded at the same time.
+    path = Path(__file__).parent / "data" / "projected_kernel_pre_move.skm"
+    loaded = sparsekm.load(path)
+    rng = np.random.default_rng(0)
+    vectors, coef = rng.normal(size=(8, 5)), rng.normal(size=8)
+    Xt = rng.normal(size=(4, 5))
+    pk = ProjectedKernel(RBF(0.3), RandomProjection(5, 3, random_state=0))
+    assert type(loaded.kernel) is ProjectedKernel and loaded.kernel == pk
+    np.testing.assert_array_equal(loaded.vectors, vectors)
+    np.testing.assert_array_equal(loaded.coef, coef)
+    assert loaded.intercept == 0.25
+    np.testing.assert_allclose(loaded(Xt), [1.2279371314738796, 1.4821867371551947,
+                                            0.9662090415089484, 1.75390948907951],
+                               rtol=1e-12)
+
+
+def test_projection_classes_live_in_kernels_and_are_reexported():
+    import sparsekm.approx
+    import sparsekm.kernels
+
+    for name in ("ProjectedKernel", "RandomProjection", "theorem6_s"):
+        obj = getattr(sparsekm.kernels, name)
+        assert obj.__module__ == "sparsekm.kernels"
+        assert getattr(sparsekm.approx, name) is obj
+        assert name in sparsekm.kernels.__all__ and name in sparsekm.approx.__all__
+    assert ProjectedKernel is sparsekm.kernels.ProjectedKernel
+
+
+def test_kernels_module_does_not_import_approx():
+    """``sparsekm.kernels`` (and loading a ProjectedKernel through it) needs no ``sparsekm.approx``.
+
+    ``import sparsekm.kernels`` runs ``sparsekm/__init__.py``, which imports the models
+    (and so ``sparsekm.approx``) itself; the subprocess therefore installs a bare
+    ``sparsekm`` package object so that only ``kernels.py`` and what it imports run.
+    """
+    import ast
+    import subprocess
+    import sys
+
+    import sparsekm.kernels
+
+    # Static: no import of sparsekm.approx anywhere in kernels.py, lazy ones included.
+    tree = ast.parse(Path(sparsekm.kernels.__file__).read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            assert "approx" not in (node.module or ""), ast.dump(node)
+        elif isinstance(node, ast.Import):
+            assert not any("approx" in a.name for a in node.names), ast.dump(node)
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(
+                node.func, "id", None)) in ("import_module", "__import__"):
+            assert "approx" not in ast.unparse(node), ast.unparse(node)
+    code = f"""
+import sys, types
+import numpy as np
+pkg = types.ModuleType("sparsekm")
+pkg.__path__ = [{str(Path(sparsekm.kernels.__file__).parent)!r}]
+sys.modules["sparsekm"] = pkg
+import sparsekm.kernels as k
+assert "sparsekm.approx" not in sys.modules, sorted(m for m in sys.modules if "sparsekm" in m)
+pk = k.ProjectedKernel(k.RBF(0.3), k.RandomProjection(5, 3, random_state=0))
+again = k.kernel_from_dict(pk.to_dict())
+assert again == pk
+X = np.random.default_rng(0).normal(size=(4, 5))
+np.testing.assert_array_equal(again(X), pk(X))
+assert "sparsekm.approx" not in sys.modules, sorted(m for m in sys.modules if "sparsekm" in m)
+print("ok")
+"""
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "ok"
+
+
 # -- RandomizedKernelPCA ------------------------------------------------------------------
 def test_kpca_exact_matches_eigh_and_solvers_agree():
     X = _data(150, 4)
