@@ -48,7 +48,14 @@ evaluation. Both agree with the in-memory fits up to the order of the sums.
 **Errors.** A dask array with unknown chunk sizes, a feature count that does not
 match, no client, or a client whose cluster is closed or gone raise a
 ``ValueError``/``RuntimeError`` naming the problem; nothing falls back to
-computing on the client.
+computing on the client. Values are checked where they are read: a partition with
+NaN/inf in ``X`` or bad labels (NaN, continuous) raises the in-memory error on its
+worker, which ``dask.distributed`` re-raises on the client; a cluster lost between
+two steps becomes a ``RuntimeError`` (:func:`cluster_guard`).
+
+**Saving.** What prediction needs (``basis_vectors_``, ``cholesky_``, ``coef_``,
+``expansion_``) is numpy on the client; ``GreedyBasis.residuals_`` (``n`` numbers)
+stays a dask array on the cluster and :func:`sparsekm.save` leaves it out.
 
 A real cluster changes nothing in the code: connect with
 ``distributed.Client("scheduler-address:8786")`` before calling ``fit``.
