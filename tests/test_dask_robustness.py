@@ -155,6 +155,29 @@ def test_model_saved_and_used_after_the_cluster_is_closed(private_cluster, data,
                                   scores)
 
 
+# -- the kernel parameters of a dask fit -------------------------------------------------------
+
+
+def test_kernel_parameters_of_a_dask_fit_are_the_in_memory_ones(dask_client, data, monkeypatch):
+    X, y = data
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a dask array was converted to numpy on the client")
+
+    monkeypatch.setattr(da.Array, "__array__", refuse)  # computing one number is allowed
+    # gamma="scale" (the default) needs X.var(): reduced on the workers, one number back.
+    gb = GreedyBasis(n_basis=5, random_state=0).fit(_dask(X))
+    ref = GreedyBasis(n_basis=5, random_state=0).fit(X)
+    np.testing.assert_allclose(gb.kernel_.gamma, ref.kernel_.gamma, rtol=1e-12)
+    # The models' gamma / degree / coef0 are used as in memory (they were ignored once).
+    params = dict(kernel="poly", degree=2, gamma=0.3, coef0=1.0, n_basis=6, random_state=0)
+    kfd = ApproxKFD(**params).fit(_dask(X), y)
+    assert kfd.kernel_.to_dict() == ApproxKFD(**params).fit(X, y).kernel_.to_dict()
+    svc = ApproxSVC(gamma=0.05, solver="lbfgs", max_iter=5, n_basis=6, random_state=0)
+    assert svc.fit(_dask(X), y).kernel_.to_dict() == svc.fit(X, y).kernel_.to_dict()
+    assert svc.kernel_.gamma == 0.05
+
+
 # -- unknown chunk sizes ----------------------------------------------------------------------
 
 

@@ -775,7 +775,7 @@ def _fit_basis(est, X, owner, keep_factor="auto", callback=None):
     X = check_dask_rows(X, owner)
     client = get_client(owner=owner)
     m = resolve_n_basis(est.n_basis, X.shape[0], owner)
-    kernel = _checked_kernel(est.kernel, X, owner)
+    kernel = _checked_kernel(est, X, owner)  # kernel, gamma, degree, coef0 as in memory
     basis = GreedyBasis(n_basis=m, tol=est.tol, kernel=kernel, init=est.init,
                         random_state=est.random_state)
     basis._fit_dask(X, keep_factor=keep_factor, callback=callback)
