@@ -277,9 +277,11 @@ def test_bad_dask_labels_get_the_in_memory_errors(dask_client, data, no_client_c
             what = "NaN" if np.isnan(bad).any() else "infinity"
             with pytest.raises(ValueError, match=f"Input y contains {what}"):
                 est.fit(Xd, da.from_array(bad, chunks=100))
-            # the same error as the in-memory fit
+            # the same error as the in-memory fit, and for dask X with numpy y
             with pytest.raises(ValueError, match=f"Input y contains {what}"):
                 est.fit(X, bad)
+            with pytest.raises(ValueError, match=f"Input y contains {what}"):
+                est.fit(Xd, bad)
         with pytest.raises(ValueError, match="Unknown label type: continuous"):
             est.fit(Xd, da.from_array(X[:, 1], chunks=60))
         # Many classes: each partition reports at most a few labels to the client.

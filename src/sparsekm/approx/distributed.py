@@ -618,10 +618,8 @@ def binary_classes_distributed(blocks, owner, client):
     import dask
 
     if blocks and isinstance(blocks[0], np.ndarray):
-        from sklearn.utils.multiclass import check_classification_targets
-
         y = np.concatenate(blocks)  # numpy y: already on the client
-        check_classification_targets(y)
+        _label_summary(y)  # the same checks as on the workers
         parts = [np.unique(y)]
     else:
         parts = _run(client, client.compute([dask.delayed(_label_summary)(b) for b in blocks]),
