@@ -1105,7 +1105,8 @@ def _resolve_gamma(gamma, X, owner):
                              f"float > 0. Got {gamma!r} instead.")
         if X is None:
             raise ValueError(f"gamma={gamma!r} needs the training data X to be resolved.")
-        X = np.asarray(X)
+        if not (type(X).__module__.startswith("dask.") and hasattr(X, "dask")):
+            X = np.asarray(X)  # a dask X stays lazy: np.var reduces it on its cluster
         if gamma == "auto":
             return 1.0 / X.shape[1]
         with np.errstate(over="ignore", invalid="ignore"):

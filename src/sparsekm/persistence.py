@@ -144,9 +144,13 @@ class _Scalar(_Attr):
 
 
 class _Array(_Attr):
-    def __init__(self, dtype="f", shape=None, **kw):
+    def __init__(self, dtype="f", shape=None, *, omit_dask=False, **kw):
         super().__init__(**kw)
         self.dtype, self.shape = dtype, None if shape is None else tuple(shape)
+        if omit_dask and not self.optional:
+            raise TypeError("spec.array: omit_dask=True needs optional=True (the attribute is "
+                            "absent from a model loaded from a file it was left out of).")
+        self.omit_dask = bool(omit_dask)
         if not set(dtype) <= set(_DTYPE_KINDS):
             raise TypeError(f"spec.array: dtype kinds must be among {_DTYPE_KINDS!r}; got {dtype!r}.")
 
@@ -310,9 +314,16 @@ class spec:
         return _Scalar("str", (str,), **kw)
 
     @staticmethod
-    def array(dtype="f", shape=None, **kw):
-        """An ndarray whose dtype kind is in ``dtype`` (e.g. ``"f"``, ``"iu"``, ``"biufU"``)."""
-        return _Array(dtype, shape, **kw)
+    def array(dtype="f", shape=None, *, omit_dask=False, **kw):
+        """An ndarray whose dtype kind is in ``dtype`` (e.g. ``"f"``, ``"iu"``, ``"biufU"``).
+
+        ``omit_dask=True`` (with ``optional=True``): when the fitted value is a dask
+        array -- ``n``-sized state a fit on a dask array leaves on the cluster, such as
+        ``GreedyBasis.residuals_`` -- :func:`save` leaves the attribute out of the file
+        instead of refusing the model (it is never computed on the client). Only for
+        state that prediction does not use: the loaded model lacks the attribute.
+        """
+        return _Array(dtype, shape, omit_dask=omit_dask, **kw)
 
     @staticmethod
     def str_array(shape=(None,), **kw):
@@ -455,6 +466,10 @@ def _import_registries():
 
 
 # -- encoding -----------------------------------------------------------------------
+def _is_dask_collection(obj):
+    return type(obj).__module__.startswith("dask.") and hasattr(obj, "dask")
+
+
 class _Encoder:
     def __init__(self):
         from .expansion import KernelExpansion
@@ -509,11 +524,11 @@ class _Encoder:
             name = _NAMES.get(type(obj))
         if name is not None:
             return self.estimator(obj, name, where)
-        if type(obj).__module__.startswith("dask.") and hasattr(obj, "dask"):
+        if _is_dask_collection(obj):
             raise TypeError(
-                f"Cannot save {where}: it is a dask array (a model fitted on a dask array keeps "
-                f"n-sized state such as GreedyBasis.residuals_ on the cluster); compute it or "
-                f"drop it before saving.")
+                f"Cannot save {where}: it is a dask array, whose values live on a dask "
+                f"cluster (sparsekm never computes one on the client behind your back); "
+                f"compute it or drop it before saving.")
         raise TypeError(
             f"Cannot save {where} of type {type(obj).__name__}: sparsekm files hold arrays, "
             "numbers, strings, kernels, kernel expansions, registered estimators and "
@@ -539,6 +554,8 @@ class _Encoder:
         state = {}
         for k, s in attrs.items():
             if k in vars(obj):
+                if getattr(s, "omit_dask", False) and _is_dask_collection(vars(obj)[k]):
+                    continue  # n-sized state on the cluster, not needed to predict
                 state[k] = self.encode(s.encode_value(vars(obj)[k]), f"{where}.{k}")
             elif not s.optional:
                 raise ValueError(f"Cannot save {where}: {cls.__name__} lacks the fitted "

@@ -48,7 +48,14 @@ evaluation. Both agree with the in-memory fits up to the order of the sums.
 **Errors.** A dask array with unknown chunk sizes, a feature count that does not
 match, no client, or a client whose cluster is closed or gone raise a
 ``ValueError``/``RuntimeError`` naming the problem; nothing falls back to
-computing on the client.
+computing on the client. Values are checked where they are read: a partition with
+NaN/inf in ``X`` or bad labels (NaN, continuous) raises the in-memory error on its
+worker, which ``dask.distributed`` re-raises on the client; a cluster lost between
+two steps becomes a ``RuntimeError`` (:func:`cluster_guard`).
+
+**Saving.** What prediction needs (``basis_vectors_``, ``cholesky_``, ``coef_``,
+``expansion_``) is numpy on the client; ``GreedyBasis.residuals_`` (``n`` numbers)
+stays a dask array on the cluster and :func:`sparsekm.save` leaves it out.
 
 A real cluster changes nothing in the code: connect with
 ``distributed.Client("scheduler-address:8786")`` before calling ``fit``.
@@ -111,18 +118,56 @@ def get_client(client=None, owner="sparsekm"):
     return client
 
 
+def _cluster_failure(exc):
+    """Whether ``exc`` says the cluster (client, scheduler, workers) went away."""
+    try:
+        from distributed.client import ClosedClientError, FutureCancelledError
+        from distributed.comm.core import CommClosedError
+        from distributed.scheduler import KilledWorker
+    except ImportError:  # pragma: no cover - dask is an extra
+        return False
+    import asyncio
+    import concurrent.futures
+
+    return isinstance(exc, (ClosedClientError, CommClosedError, KilledWorker,
+                            FutureCancelledError, concurrent.futures.CancelledError,
+                            asyncio.CancelledError, TimeoutError))
+
+
+def _cluster_error(exc, owner):
+    return RuntimeError(f"{owner}: the dask cluster is closed or gone, or failed during the "
+                        f"computation ({type(exc).__name__}: {exc}); nothing was computed on "
+                        "the client instead. Connect a new distributed.Client and fit again.")
+
+
+def cluster_guard(owner):
+    """Decorator: a lost cluster inside the call becomes a ``RuntimeError`` naming ``owner``.
+
+    Errors raised by the tasks themselves (e.g. NaN found in a partition) reach the
+    caller unchanged: ``dask.distributed`` re-raises them on the client.
+    """
+    import functools
+
+    def wrap(func):
+        @functools.wraps(func)
+        def inner(*args, **kwargs):
+            try:
+                return func(*args, **kwargs)
+            except Exception as exc:
+                if _cluster_failure(exc):
+                    raise _cluster_error(exc, owner) from exc
+                raise
+        return inner
+    return wrap
+
+
 def _run(client, futures, owner):
     """``client.gather(futures)`` with a clear error when the cluster goes away."""
     try:
         return client.gather(futures)
-    except (OSError, TimeoutError) as exc:
-        raise RuntimeError(f"{owner}: lost the dask cluster during the computation "
-                           f"({type(exc).__name__}: {exc}).") from exc
     except Exception as exc:
-        if type(exc).__name__ in ("CommClosedError", "KilledWorker", "CancelledError",
-                                  "FutureCancelledError"):
-            raise RuntimeError(f"{owner}: the dask cluster failed during the computation "
-                               f"({type(exc).__name__}: {exc}).") from exc
+        if _cluster_failure(exc):
+            raise _cluster_error(exc, owner) from exc
         raise
 
 
@@ -291,6 +336,7 @@ def _stream_final(X, kernel, Xr, Lr, pivots_here, start):
     return se
 
 
+@cluster_guard("GreedyBasis")
 def greedy_basis_distributed(X, kernel, n_basis, *, tol=1e-3, first=None, init="random",
                              keep_factor="auto", client=None, callback=None):
     """Algorithm 1 (greedy pivoted Cholesky) over the row partitions of a dask array.
@@ -326,7 +372,7 @@ def greedy_basis_distributed(X, kernel, n_basis, *, tol=1e-3, first=None, init="
         ``pivots`` (m,), ``basis_vectors`` (m, d), ``cholesky`` (m, m) lower
         triangular ``L_r``, ``residuals`` (dask array of ``se`` over the rows, lazy
         or backed by the kept state), ``mse`` (mean residual), ``keep_factor``
-        (the mode used), ``step_seconds`` (wall time of each step).
+        (the mode used), ``step_seconds`` (list of the wall time of each step).
     """
     import time
 
@@ -450,7 +496,7 @@ def greedy_basis_distributed(X, kernel, n_basis, *, tol=1e-3, first=None, init="
     mse = float(_run(client, client.compute(residuals.sum()), owner)) / n
     return {"pivots": np.asarray(pivots, dtype=np.intp), "basis_vectors": Xr,
             "cholesky": Lr, "residuals": residuals, "mse": mse, "keep_factor": bool(keep),
-            "step_seconds": np.asarray(step_seconds)}
+            "step_seconds": [float(t) for t in step_seconds]}
 
 
 def _pick_row(block, i):
@@ -507,46 +553,82 @@ def gamma_partitions(X, basis, client, keep="auto"):
     return parts, keep
 
 
-def label_partitions(y, X, classes, owner):
-    """Per-partition ±1 labels (``classes[1]`` positive) matching ``X``'s row chunks."""
-    import dask
+def label_blocks(y, X, owner):
+    """``y`` cut into the row chunks of ``X`` (delayed blocks for a dask ``y``), checked.
+
+    Shape and chunk sizes are checked on the client; the values by
+    :func:`binary_classes_distributed` on the workers.
+    """
     import dask.array as da
 
     if isinstance(y, da.Array):
         if y.ndim != 1:
             raise ValueError(f"y must be 1-D with one label per row of X; got shape {y.shape}.")
         if any(np.isnan(c) for c in y.chunks[0]):
-            raise ValueError(f"{owner}: y has unknown chunk sizes; call "
-                             "y.compute_chunk_sizes() first.")
+            raise ValueError(f"{owner}: y has unknown chunk sizes (NaN in y.chunks, e.g. after "
+                             "boolean indexing); call y.compute_chunk_sizes() first.")
         if y.shape[0] != X.shape[0]:
             raise ValueError(f"y must be 1-D with one label per row of X; got shape {y.shape} "
                              f"for {X.shape[0]} samples.")
         if y.chunks[0] != X.chunks[0]:
             y = y.rechunk({0: X.chunks[0]})
-        blocks = list(y.to_delayed().ravel())
-    else:
-        y = np.asarray(y)
-        if y.ndim != 1 or y.shape[0] != X.shape[0]:
-            raise ValueError(f"y must be 1-D with one label per row of X; got shape {y.shape} "
-                             f"for {X.shape[0]} samples.")
-        ends = np.cumsum(X.chunks[0])
-        blocks = [y[e - c:e] for e, c in zip(ends, X.chunks[0], strict=True)]
+        return list(y.to_delayed().ravel())
+    y = np.asarray(y)
+    if y.ndim != 1 or y.shape[0] != X.shape[0]:
+        raise ValueError(f"y must be 1-D with one label per row of X; got shape {y.shape} "
+                         f"for {X.shape[0]} samples.")
+    ends = np.cumsum(X.chunks[0])
+    return [y[e - c:e] for e, c in zip(ends, X.chunks[0], strict=True)]
+
+
+def label_partitions(blocks, classes):
+    """Per-partition ±1 labels (``classes[1]`` positive) of the blocks of :func:`label_blocks`."""
+    import dask
+
     return [dask.delayed(_labels_block)(b, classes[1]) for b in blocks]
 
 
-def binary_classes_distributed(y, owner, client):
-    """``classes_`` of a binary problem from a dask or numpy ``y`` (computed on the workers)."""
-    import dask.array as da
+#: Distinct labels a partition reports: enough to tell a binary ``y`` from any other.
+_N_LABELS = 6
 
-    if isinstance(y, da.Array):
-        classes = np.asarray(_run(client, client.compute(da.unique(y)), owner))
-    else:
-        from sklearn.utils.multiclass import check_classification_targets
+
+def _label_summary(y):
+    """A partition's first distinct labels, after the in-memory checks of ``y``.
+
+    Runs on a worker: NaN/inf (``"Input y contains NaN."``) and continuous targets
+    raise scikit-learn's errors there, and :func:`_run` re-raises them on the client.
+    """
+    from sklearn.utils import assert_all_finite
+    from sklearn.utils.multiclass import check_classification_targets
+
+    y = np.asarray(y)
+    if y.dtype.kind in "fc":
+        assert_all_finite(y, input_name="y")
+    if y.size:
         check_classification_targets(y)
-        classes = np.unique(y)
+    return np.unique(y)[:_N_LABELS]
+
+
+def binary_classes_distributed(blocks, owner, client):
+    """``classes_`` of a binary problem from the label blocks of :func:`label_blocks`.
+
+    Each partition checks its labels and reports at most ``_N_LABELS`` distinct
+    values, so the client holds ``O(partitions)`` labels whatever ``n`` is.
+    """
+    import dask
+
+    if blocks and isinstance(blocks[0], np.ndarray):
+        y = np.concatenate(blocks)  # numpy y: already on the client
+        _label_summary(y)  # the same checks as on the workers
+        parts = [np.unique(y)]
+    else:
+        parts = _run(client, client.compute([dask.delayed(_label_summary)(b) for b in blocks]),
+                     owner)
+    classes = np.unique(np.concatenate(parts))
     if classes.size != 2:
+        many = "at least " if classes.size >= _N_LABELS else ""
         raise ValueError(f"Only binary classification is supported by {owner}; y has "
-                         f"{classes.size} class(es) {classes.tolist()[:5]}. Use "
+                         f"{many}{classes.size} class(es) {classes.tolist()[:5]}. Use "
                          f"sklearn.multiclass.OneVsRestClassifier for more classes.")
     return classes
 
@@ -691,7 +773,7 @@ def _fit_basis(est, X, owner, keep_factor="auto", callback=None):
     X = check_dask_rows(X, owner)
     client = get_client(owner=owner)
     m = resolve_n_basis(est.n_basis, X.shape[0], owner)
-    kernel = _checked_kernel(est.kernel, X, owner)
+    kernel = _checked_kernel(est, X, owner)  # kernel, gamma, degree, coef0 as in memory
     basis = GreedyBasis(n_basis=m, tol=est.tol, kernel=kernel, init=est.init,
                         random_state=est.random_state)
     basis._fit_dask(X, keep_factor=keep_factor, callback=callback)
@@ -699,6 +781,7 @@ def _fit_basis(est, X, owner, keep_factor="auto", callback=None):
     return X, client, kernel, basis
 
 
+@cluster_guard("ApproxKFD")
 def fit_approx_kfd(est, X, y, C):
     """:meth:`ApproxKFD.fit <sparsekm.models.ApproxKFD.fit>` for a dask ``X`` (eq. 7 reduced
     over the partitions; ``y`` a dask or numpy array)."""
@@ -706,9 +789,10 @@ def fit_approx_kfd(est, X, y, C):
 
     owner = "ApproxKFD"
     X = check_dask_rows(X, owner)
+    blocks = label_blocks(y, X, owner)
     client = get_client(owner=owner)
-    classes = binary_classes_distributed(y, owner, client)
-    labels = label_partitions(y, X, classes, owner)
+    classes = binary_classes_distributed(blocks, owner, client)
+    labels = label_partitions(blocks, classes)
     X, client, kernel, basis = _fit_basis(est, X, owner)
     gammas, _ = gamma_partitions(X, basis, client)
     coef, b, _ = approx_kfd_distributed(gammas, labels, basis.cholesky_, C, client, owner)
@@ -723,6 +807,7 @@ def fit_approx_kfd(est, X, y, C):
     return est
 
 
+@cluster_guard("ApproxSVC")
 def fit_approx_svc(est, X, y, C, *, max_iter=1000, tol=None, keep_features="auto",
                    callback=None):
     """:meth:`ApproxSVC.fit <sparsekm.models.ApproxSVC.fit>` for a dask ``X``.
@@ -744,9 +829,10 @@ def fit_approx_svc(est, X, y, C, *, max_iter=1000, tol=None, keep_features="auto
             f"L-BFGS step); got basis={est.basis!r}, solver={est.solver!r}. The 'smo' and "
             "'liblinear' solvers need all of Gamma in one process.")
     X = check_dask_rows(X, owner)
+    blocks = label_blocks(y, X, owner)
     client = get_client(owner=owner)
-    classes = binary_classes_distributed(y, owner, client)
-    labels = label_partitions(y, X, classes, owner)
+    classes = binary_classes_distributed(blocks, owner, client)
+    labels = label_partitions(blocks, classes)
     t0 = time.perf_counter()
     X, client, kernel, basis = _fit_basis(est, X, owner)
     t_basis = time.perf_counter() - t0
@@ -780,5 +866,5 @@ def fit_approx_svc(est, X, y, C, *, max_iter=1000, tol=None, keep_features="auto
     est.dask_info_ = {"keep_factor": basis.dask_info_["keep_factor"], "keep_features": kept,
                       "basis_seconds": t_basis, "step_seconds": basis.dask_info_["step_seconds"],
                       "svm_seconds": t_svm, "n_evaluations": nfev,
-                      "evaluation_seconds": times}
+                      "evaluation_seconds": [float(t) for t in times]}
     return est

@@ -286,7 +286,9 @@ class GreedyBasis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         Lower-triangular ``L_r = R^T`` with ``K_r = L_r L_r^T``.
     residuals_ : ndarray of shape (n_samples,)
         ``se(x_i)`` of every training point after the selection (for
-        :meth:`partial_fit`: of the last batch, when it was processed).
+        :meth:`partial_fit`: of the last batch, when it was processed). After a fit
+        on a dask array: a dask array on the cluster, not stored by
+        :func:`sparsekm.save` (the loaded model has no ``residuals_``; ``mse_`` is kept).
     mse_ : float
         Mean of ``se(x)`` over the training points (the paper's mse divided by
         ``n``; for :meth:`partial_fit` the running mean over all batches, each
@@ -333,7 +335,8 @@ class GreedyBasis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         "basis_indices_": spec.array("iu", ("n_basis",)),
         "basis_vectors_": spec.array("f", ("n_basis", "n_features")),
         "cholesky_": spec.array("f", ("n_basis", "n_basis")),
-        "residuals_": spec.array("f", (None,)),
+        # n-long: left out of the file when it is a dask array (a fit on a cluster)
+        "residuals_": spec.array("f", (None,), optional=True, omit_dask=True),
         "mse_": spec.float(),
         "n_basis_": spec.int(bind="n_basis"),
         "n_kernel_evaluations_": spec.int(),

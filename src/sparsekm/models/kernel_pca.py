@@ -398,9 +398,9 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
 
         Notes
         -----
-        Not evaluated chunk by chunk for a dask array (it is converted to numpy):
-        the random starts of the pre-image solvers are drawn for all rows at once,
-        so splitting the rows would change the result.
+        Not evaluated chunk by chunk: the random starts of the pre-image solvers
+        are drawn for all rows at once, so splitting the rows would change the
+        result. A dask array is refused (``TypeError``), never computed on the client.
         """
         check_is_fitted(self)
         _normalise_method(method, "KernelPCA.inverse_transform")

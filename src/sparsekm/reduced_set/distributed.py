@@ -24,7 +24,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..approx.distributed import _run, check_dask_rows, get_client, row_partitions
+from ..approx.distributed import (
+    _check_finite_block,
+    _run,
+    check_dask_rows,
+    cluster_guard,
+    get_client,
+    row_partitions,
+)
 from ..expansion import KernelExpansion
 from ..kernels import Kernel
 from ._base import ReducedSetResult, _solve_kz
@@ -34,28 +41,36 @@ __all__ = ["DaskExpansion", "construct_distributed"]
 _TINY = 1e-300
 
 
+def _block(X, a):
+    """A partition's vectors and coefficients in float64, checked finite on the worker."""
+    X = _check_finite_block(np.asarray(X, dtype=np.float64), "vectors")
+    a = _check_finite_block(np.asarray(a, dtype=np.float64), "coef")
+    return X, a
+
+
 def _inner_block(X, a, kernel, Z):
-    X = np.asarray(X, dtype=np.float64)
-    return kernel.mmv(Z, X, np.asarray(a, dtype=np.float64))
+    X, a = _block(X, a)
+    return kernel.mmv(Z, X, a)
 
 
 def _fp_block(X, a, kernel, Z):
-    X = np.asarray(X, dtype=np.float64)
-    W = np.repeat(np.asarray(a, dtype=np.float64)[:, None], Z.shape[0], axis=1)
+    X, a = _block(X, a)
+    W = np.repeat(a[:, None], Z.shape[0], axis=1)
     s = kernel.weighted_sums(X, Z, W, derivative=True, moment=True)
     return s.total, s.moment
 
 
 def _pair_block(Xp, ap, Xq, aq, kernel):
-    return float(np.asarray(ap, np.float64) @ kernel.mmv(np.asarray(Xp, np.float64),
-                                                         np.asarray(Xq, np.float64),
-                                                         np.asarray(aq, np.float64)))
+    Xp, ap = _block(Xp, ap)
+    Xq, aq = _block(Xq, aq)
+    return float(ap @ kernel.mmv(Xp, Xq, aq))
 
 
 def _top_block(X, a, start, k):
-    a = np.abs(np.asarray(a))
+    X, a = _block(X, a)
+    a = np.abs(a)
     idx = np.argsort(-a, kind="stable")[:k]
-    return a[idx], idx + start, np.asarray(X)[idx]
+    return a[idx], idx + start, X[idx]
 
 
 class DaskExpansion:
@@ -114,23 +129,40 @@ class DaskExpansion:
         tasks = [dask.delayed(func)(X, a, kern, *args) for X, a in self._parts]
         return _run(self.client, self.client.compute(tasks), "DaskExpansion")
 
+    def _check_Z(self, Z):
+        """``Z`` as a finite float64 (n_z, n_features) array, checked on the client."""
+        from ..utils.validation import check_array
+
+        Z = check_array(Z, "Z", ndim=None, dtype=np.float64)  # NaN/inf, non-numeric
+        if Z.ndim == 1:
+            Z = Z[None, :]
+        if Z.ndim != 2:
+            raise ValueError(f"Z must be a 2-D array (n_z, n_features); got shape {Z.shape}.")
+        if Z.shape[1] != self.n_features:
+            raise ValueError(f"Z has {Z.shape[1]} features, but DaskExpansion is expecting "
+                             f"{self.n_features} features as input.")
+        return Z
+
+    @cluster_guard("DaskExpansion")
     def inner(self, Z):
         """``K^{zx} alpha``: ``Psi . Phi(z_j)`` for every row of ``Z``, shape (n_z,)."""
-        Z = np.atleast_2d(np.asarray(Z, dtype=np.float64))
+        Z = self._check_Z(Z)
         out = np.zeros(Z.shape[0])
         for part in self._map(_inner_block, Z):
             out += part
         return out
 
+    @cluster_guard("DaskExpansion")
     def fixed_point_sums(self, Z):
         """``(sum_i alpha_i k'(x_i, z_u), sum_i alpha_i k'(x_i, z_u) x_i)`` per row of ``Z``."""
-        Z = np.atleast_2d(np.asarray(Z, dtype=np.float64))
+        Z = self._check_Z(Z)
         den, num = np.zeros(Z.shape[0]), np.zeros(Z.shape)
         for t, mom in self._map(_fp_block, Z):
             den += t
             num += mom
         return den, num
 
+    @cluster_guard("DaskExpansion")
     def norm2(self):
         """``||Psi||^2 = alpha^T K alpha`` over all pairs of partitions (``O(N^2)`` kernel values)."""
         import dask
@@ -147,6 +179,7 @@ class DaskExpansion:
                 t += 1
         return max(total, 0.0)
 
+    @cluster_guard("DaskExpansion")
     def largest_terms(self, k):
         """The ``k`` vectors with the largest ``|alpha_i|`` (ties: lowest index), shape (k, d)."""
         import dask
@@ -162,6 +195,7 @@ class DaskExpansion:
         return rows[order]
 
 
+@cluster_guard("reduce_expansion")
 def construct_distributed(expansion, n_vectors, *, n_init=3, max_iter=100, tol=1e-6,
                           compute_norm2=None):
     """Phase 1 of reduced-set construction with the sums over ``Psi`` on the cluster.
