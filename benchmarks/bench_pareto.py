@@ -294,10 +294,51 @@ def m_rs_construct_refine(ctx, budgets):
     return _reduce_each(ctx, budgets, "construct+refine")
 
 
+#: Phase-2 iteration counts offered to validation (the longer run continues the shorter).
+REFINE_ITERS = (300, 1000)
+
+
 def m_rs_construct_refine_shared(ctx, budgets):
     """Shared reduced set, phase 1 then the joint phase 2 (L-BFGS over the shared Z and
-    every class's beta)."""
-    return _reduce_each(ctx, budgets, "construct+refine", shared=True)
+    every class's beta), stopped after 300 or continued to 1000 iterations; the count and
+    the thresholds (kept / re-fitted) are chosen on validation. The fit time is that of
+    the chosen variant (phase 1 plus the phase-2 iterations it needed)."""
+    from sparsekm.reduced_set import construct, refine
+    out = {}
+    for b in budgets:
+        t = time.perf_counter()
+        stages = {0: (construct(ctx.psi(), b, shared=True, random_state=SEED).expansion,
+                      time.perf_counter() - t, True)}
+
+        def stage(n, stages=stages):
+            """The expansion after ``n`` phase-2 iterations, its seconds, and whether
+            L-BFGS used all of them (else longer runs equal this one)."""
+            if n not in stages:  # always continue the previous count (same chain in all runs)
+                prev = max((k for k in REFINE_ITERS if k < n), default=0)
+                red, secs, more = stage(prev)
+                if prev and not more:
+                    stages[n] = stages[prev]
+                else:
+                    t = time.perf_counter()
+                    res = refine(ctx.psi(), red, max_iter=n - prev)
+                    stages[n] = (res.expansion, secs + time.perf_counter() - t,
+                                 int(res.n_iter) >= n - prev)
+            return stages[n]
+
+        cands, timing = [], {}
+        for n in REFINE_ITERS:
+            for label in ("b kept", "b refit (train)"):  # as in _threshold_variants
+                v = f"phase 2 <= {n} it., {label}"
+
+                def build(n=n, label=label, v=v, timing=timing):
+                    red, secs, _ = stage(n)
+                    timing[v] = secs
+                    return dict(_threshold_variants(ctx, red))[label]()
+                cands.append((v, build))
+        variant, val, test, by = _best_variant(ctx, b, cands)
+        red = stage(int(variant.split("<= ")[1].split(" ")[0]))[0]
+        out[b] = _cell(ctx, val, test, red.compress().n_terms, timing[variant], variant, by)
+    return out
 
 
 def m_rs_select_l1(ctx, budgets):
@@ -538,10 +579,11 @@ def _cell_key(name, method, budget, ctx, src, n_folds):
     fn = METHODS[method].fn
     code = inspect.getsource(fn) + inspect.getsource(_cell) + inspect.getsource(_contexts)
     for helper in (_threshold_variants, _linear_svc_on, _reduce_each, m_rs_construct,
+                   m_rs_construct_refine_shared,
                    m_slmc_shared, _best_variant, _select_and_refit, Context):
         code += inspect.getsource(helper)
     blob = json.dumps([name, method, int(budget), ctx.gamma, ctx.C, ctx.quick, SEED,
-                       VAL_FRACTION, n_folds, list(C_GRID), src,
+                       VAL_FRACTION, n_folds, list(C_GRID), list(REFINE_ITERS), src,
                        hashlib.sha256(code.encode()).hexdigest()])
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
