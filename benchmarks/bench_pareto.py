@@ -786,18 +786,19 @@ def markdown_report(names, out_dir=RESULTS):
     for name in names:
         path = Path(out_dir) / f"pareto_{name}.json"
         if not path.exists():
-            lines += [f"### {name}", "", "(not run)", ""]
+            lines += [f"#### {name}", "", "(not run)", ""]
             continue
         res = json.loads(path.read_text())
         tiers = res["protocol"]["budget_tiers"]
         budgets = list(tiers.values())
         full = res["full"]
         m = res["machine"]
-        lines += [f"### {name}", "",
+        lines += [f"#### {name}", "",
                   f"{res['protocol']['n_train']} training / {res['protocol']['n_test']} test "
                   f"points; every choice on {res['protocol']['choices_on']} "
                   f"({'/'.join(map(str, res['protocol']['n_val']))} validation points), then "
-                  "the chosen model refitted on all training data; gamma = {res['protocol']['gamma']:.4g}, "
+                  "the chosen model refitted on all training data; "
+                  f"gamma = {res['protocol']['gamma']:.4g}, "
                   f"C = {res['protocol']['C']:g}; run {m['date']} at load "
                   f"{m['load_average_1_5_15_min'][0]}. Full SVC: "
                   + ", ".join(f"{k[4:].upper()} {100 * v['test_error']:.2f} % with "
@@ -831,6 +832,14 @@ def markdown_report(names, out_dir=RESULTS):
                               for f in ("sparsekm", "peer"))
             lines.append(f"| {r['budget']} | {100 * sk['test_error']:.2f} ({sk['method']}) | "
                          f"{100 * pe['test_error']:.2f} ({pe['method']}) | {ok} | {info} |")
+        wins = [r for r in res["summary"]["per_budget"]
+                if "sparsekm" in r and "peer" in r and not r["sparsekm_test_le_peer"]]
+        if wins:
+            lines += ["", "Where a peer still wins (validation-chosen): " + "; ".join(
+                f"budget {r['budget']}: {res['methods'][r['peer']['method']]['label']} "
+                f"{100 * r['peer']['test_error']:.2f} % against "
+                f"{res['methods'][r['sparsekm']['method']]['label']} "
+                f"{100 * r['sparsekm']['test_error']:.2f} %" for r in wins) + "."]
         ta = res["summary"]["target_a"]
         lines += ["", f"Target (a) met: **{'yes' if ta['met'] else 'no'}**"
                   + (f" (fails at tiers {ta['failed_tiers']})" if ta["failed_tiers"] else "")
@@ -841,6 +850,16 @@ def markdown_report(names, out_dir=RESULTS):
                          f"**{'yes' if tb['met'] else 'no'}**.")
         lines += ["", f"![{name}](figures/pareto_{name}.png)", ""]
     return "\n".join(lines)
+
+
+def update_docs(text, path=ROOT / "docs" / "performance.md"):
+    """Replace what lies between ``<!-- pareto:begin -->`` and ``<!-- pareto:end -->``."""
+    doc = Path(path).read_text()
+    begin, end = "<!-- pareto:begin -->", "<!-- pareto:end -->"
+    if doc.count(begin) != 1 or doc.count(end) != 1:
+        raise ValueError(f"{path} must hold exactly one {begin} and one {end} marker")
+    head, rest = doc.split(begin)
+    Path(path).write_text(head + begin + "\n" + text.strip() + "\n" + end + rest.split(end)[1])
 
 
 def main(argv=None):
@@ -858,9 +877,15 @@ def main(argv=None):
     p.add_argument("--cache-dir", default=None)
     p.add_argument("--report", action="store_true",
                    help="print markdown tables of the JSON files already written and exit")
+    p.add_argument("--update-docs", action="store_true",
+                   help="with --report: also write them between the pareto:begin/end markers "
+                        "of docs/performance.md")
     args = p.parse_args(argv)
     if args.report:
-        print(markdown_report(args.datasets.split(","), args.out_dir))
+        text = markdown_report(args.datasets.split(","), args.out_dir)
+        print(text)
+        if args.update_docs:
+            update_docs(text)
         return []
     methods = args.methods.split(",") if args.methods else None
     for m in methods or ():
