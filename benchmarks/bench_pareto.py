@@ -791,6 +791,9 @@ def markdown_report(names, out_dir=RESULTS):
             lines += [f"#### {name}", "", "(not run)", ""]
             continue
         res = json.loads(path.read_text())
+        if "n_train" not in res["protocol"]:  # written before the CV + refit protocol
+            lines += [f"#### {name}", "", "(only a result of the previous protocol: re-run)", ""]
+            continue
         tiers = res["protocol"]["budget_tiers"]
         budgets = list(tiers.values())
         full = res["full"]
