@@ -11,6 +11,7 @@ import math
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
@@ -104,7 +105,7 @@ def test_pareto_quick(tmp_path):
     mod = _load("bench_pareto")
     methods = "rs_construct,approx_svc,nystroem_uniform,nystroem_kmeans,rbf_sampler"
     argv = ["--quick", "--datasets", "digits", "--methods", methods, "--out-dir",
-            str(tmp_path), "--fig-dir", str(tmp_path)]
+            str(tmp_path), "--fig-dir", str(tmp_path), "--cv-folds", "2"]
     mod.main(argv)
     res = json.loads((tmp_path / "pareto_digits_quick.json").read_text())
     assert (tmp_path / "pareto_digits_quick.png").stat().st_size > 0
@@ -126,8 +127,20 @@ def test_pareto_quick(tmp_path):
         assert row["sparsekm_test_le_peer"] == (row["sparsekm"]["test_error"]
                                                <= row["peer"]["test_error"])
     assert isinstance(res["summary"]["target_a"]["met"], bool)
+    # protocol: choices on k-fold CV inside the training data (5 folds by default below
+    # 1000 training points, one 15 % split above; 2 here for speed), the chosen variant
+    # (lowest mean validation error) refitted on all training data
+    assert (mod.n_folds_for(400), mod.n_folds_for(7291)) == (5, 1)
+    assert res["protocol"]["n_folds"] == 2 and res["protocol"]["n_train"] == 250
+    for cells in res["cells"].values():
+        for c in cells.values():
+            by = c["val_errors_by_variant"]
+            assert c["variant"] in by and c["val_error"] == min(by.values())
+            assert len(c["val_error_per_fold"]) == 2
+            np.testing.assert_allclose(np.mean(c["val_error_per_fold"]), c["val_error"])
+            assert c["n_fit_final"] == 250
     # resumable: a second run finds every cell in the cache and recomputes nothing
     logs = []
     mod.run_dataset("digits", quick=True, methods=methods.split(","),
-                    cache_dir=tmp_path / "pareto_cache", log=logs.append)
+                    cache_dir=tmp_path / "pareto_cache", log=logs.append, folds=2)
     assert logs and not any(": budgets [" in line for line in logs)
