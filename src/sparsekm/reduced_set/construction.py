@@ -15,6 +15,7 @@ from scipy import linalg, optimize
 from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
+from ..backend import DeviceKernel, release, resident, solver_kernel
 from ..expansion import KernelExpansion
 from ..kernels import RBF
 from ..preimage import fixed_point, gradient
@@ -68,13 +69,25 @@ def _one_term_single(kernel, Y, g, starts, max_iter, tol, rng, norm2=None):
     Also returns every start's end point (candidates for the orthogonal step).
     """
     n_starts = starts.shape[0]
-    psi = KernelExpansion(Y, np.repeat(g[:, None], n_starts, axis=1), kernel)
+    psi = KernelExpansion(Y, np.repeat(g[:, None], n_starts, axis=1), _base(kernel))
     solver = fixed_point if kernel.is_radial else gradient
     seed = int(rng.integers(2**31 - 1))
     res = solver(psi, z0=starts, n_init=1, max_iter=max_iter, tol=tol, random_state=seed,
-                 norm2=norm2)
+                 norm2=norm2, **_engine(kernel))
     best = int(np.argmin(res.objective))
     return res.z[best], float(res.objective[best]), int(np.max(res.n_iter)), np.asarray(res.z)
+
+
+def _base(kernel):
+    """The :class:`~sparsekm.kernels.Kernel` behind a (possibly device-bound) kernel."""
+    return kernel.kernel if isinstance(kernel, DeviceKernel) else kernel
+
+
+def _engine(kernel):
+    """``backend``/``device`` keywords that hand the solver's engine on to an inner solver."""
+    if isinstance(kernel, DeviceKernel):
+        return {"backend": kernel.backend, "device": kernel.device}
+    return {"backend": "numpy"}
 
 
 def _orthogonal_gain(kernel, Y, G, Zo, chol, Zc):
@@ -169,11 +182,12 @@ def _construct_block(kernel, X, A, n_vectors, *, n_init, max_iter, tol_step, tol
     Kcz = np.empty((cand_idx.size, 0))  # K(X[cand_idx], Z), grown one column per vector
     path = []
     n_iter_total = 0
-    fast = _FAST_GAUSSIAN and type(kernel) is RBF
+    fast = _FAST_GAUSSIAN and type(_base(kernel)) is RBF
 
     def one_term(Zo, Bo, Kzo, Kco, extra=None):
         """Best z for the residual Psi - sum_j Bo_j Phi(Zo_j) (eq. 76-77), n_iter."""
         Y = np.vstack([X, Zo])
+        resident(kernel, Y, parts=(X, Zo))  # on a device: [X; Zo] from X's device copy
         Gm = np.vstack([A, -Bo])
         resid_x = P_x - Kco @ Bo if Zo.shape[0] else P_x
         score_x = np.einsum("ij,ij->i", resid_x, resid_x) / kdiag
@@ -191,7 +205,7 @@ def _construct_block(kernel, X, A, n_vectors, *, n_init, max_iter, tol_step, tol
         if fast:
             z, _, n_it, ends = one_term_gaussian(kernel.gamma, Y, Gm, starts, max_iter=max_iter,
                                                  tol=_OBJ_TOL, prune=_PRUNE, float32=_FLOAT32,
-                                                 random_state=rng)
+                                                 random_state=rng, kernel=kernel)
         elif n_out == 1:
             # ||Psi_m||^2 = A'KA - 2 Bo'K(Zo, X)A + Bo'K^z Bo: O(|Zo| N d), not O(N^2 d).
             r2 = norm2[0]
@@ -209,6 +223,7 @@ def _construct_block(kernel, X, A, n_vectors, *, n_init, max_iter, tol_step, tol
             pool = [z[None, :], ends] + ([extra[None, :]] if extra is not None else [])
             z, n_pol = _orthogonal_step(kernel, Y, Gm, Zo, Kzo, np.vstack(pool))
             n_it += n_pol
+        release(kernel, Y)
         return z, n_it
 
     def objective(Kz_, C_, B_):
@@ -289,7 +304,7 @@ def phase2_objective(kernel, X, A, Z, B, norm2):
     grad_B : ndarray of shape (n_vectors, n_outputs)
     """
     Kz = kernel(Z)
-    if type(kernel) is RBF:
+    if type(_base(kernel)) is RBF:
         # One kernel block K(X, Z) serves both K^{zx} A and the gradient: with
         # grad_z k(x, z) = -2 gamma k(x, z) (z - x), sum_i W_iu grad k(x_i, z_u) =
         # -2 gamma [(sum_i M_iu) z_u - (M^T X)_u], M = W o K (two GEMMs instead of three).
@@ -353,7 +368,7 @@ def _assemble(expansion, blocks):
 
 def construct(expansion, n_vectors, *, shared=None, refine=False, tol=0.0, n_init=5,
               max_iter=200, refine_max_iter=300, n_sweeps=0, step="one-term",
-              random_state=None, progress=False):
+              random_state=None, progress=False, backend=None, device=None):
     """Reduced-set construction by iterated one-term approximations (phase 1 + 2).
 
     Parameters
@@ -404,6 +419,14 @@ def construct(expansion, n_vectors, *, shared=None, refine=False, tol=0.0, n_ini
     random_state : int, Generator or None
     progress : bool, default=False
         Show a progress bar.
+    backend : {"numpy", "torch"} or None, default=None
+        Engine of the kernel sums; ``None``: :func:`sparsekm.config.get_config`.
+        With ``"torch"`` the expansion's vectors ``X`` are converted to a tensor on
+        ``device`` once; every kernel sum of phase 1 and 2 (the one-term iterations
+        of eq. 19 included) runs there, and only the small results (``K^z``,
+        ``K^{zx} A``, the one-term moments, L-BFGS gradients) come back.
+    device : str or None, default=None
+        torch device (``None``: the configured one, else CUDA when available).
 
     Returns
     -------
@@ -444,6 +467,7 @@ def construct(expansion, n_vectors, *, shared=None, refine=False, tol=0.0, n_ini
         raise ValueError(f"shared must be True, False or None; got {shared!r}.")
     kernel = expansion.kernel
     _check_psd(kernel, "construct")
+    kernel = solver_kernel(kernel, backend, device)
     rng = check_random_state(random_state)
     rng = np.random.default_rng(rng.randint(2**31 - 1))
     X = np.asarray(expansion.vectors, dtype=np.float64)
@@ -478,6 +502,7 @@ def _construct(expansion, kernel, X, A_all, n_vectors, shared, refine, tol, n_in
         A = A_all[:, grp]
         rows = np.flatnonzero(np.any(A != 0, axis=1))
         Xg, Ag = X[rows], A[rows]
+        resident(kernel, Xg)  # once per output group: every kernel sum below reuses it
         if rows.size == 0 or (n_vectors >= rows.size and len(grp) == 1):
             # Exact copy of this output's own terms (none when Psi = 0).
             blocks.append((Xg, Ag))
@@ -502,6 +527,7 @@ def _construct(expansion, kernel, X, A_all, n_vectors, shared, refine, tol, n_in
         norms.append(norm2)
         n_iter += nit
 
+    kernel = _base(kernel)  # the remaining sums are O(N_z N) and the result needs the kernel
     if len(groups) == 1:
         Z, B = blocks[0]
         out = KernelExpansion(Z, B if multi else B[:, 0], kernel, expansion.intercept)
