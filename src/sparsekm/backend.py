@@ -42,7 +42,8 @@ __all__ = [
     "solver_kernel",
     "resident",
     "release",
-    "take_rows",
+    "checkpoint",
+    "take",
     "DeviceKernel",
     "NumpyNamespace",
     "TorchNamespace",
@@ -304,8 +305,10 @@ def solver_kernel(kernel, backend=None, device=None):
     Parameters
     ----------
     kernel : Kernel
-    backend : {"numpy", "torch"} or None
-        ``None``: :func:`sparsekm.config.get_config` ``["backend"]``.
+    backend : {"numpy", "torch"}, DeviceKernel or None
+        ``None``: :func:`sparsekm.config.get_config` ``["backend"]``. A
+        :class:`DeviceKernel` of ``kernel`` (an outer solver's, with its resident
+        operands) is used as it is.
     device : str or None
         torch device for ``backend="torch"``; ``None``: the configured device
         (``None`` there: CUDA when available, else CPU).
@@ -319,6 +322,10 @@ def solver_kernel(kernel, backend=None, device=None):
 
     if isinstance(kernel, DeviceKernel):
         return kernel
+    if isinstance(backend, DeviceKernel):
+        if backend.kernel != kernel:
+            raise ValueError(f"{backend!r} is bound to another kernel than {kernel!r}.")
+        return backend
     if backend is None:
         backend = get_config()["backend"]
     if backend not in BACKENDS:
@@ -338,7 +345,8 @@ def resident(kernel, A, parts=None):
     Later calls of the :class:`DeviceKernel` that pass this very array (``is``)
     use the device copy instead of converting it again. ``parts``: arrays
     (already resident or small) whose row-wise concatenation is ``A``; the device
-    copy is then assembled from theirs (for ``Y = [X; Z]`` with ``X`` resident).
+    copy is then assembled from theirs (for ``Y = [X; Z]`` with ``X`` resident; one
+    part: ``A`` is a copy of it and shares its device copy).
     Returns the device tensor, or ``A`` for a numpy kernel.
     """
     if not isinstance(kernel, DeviceKernel):
@@ -346,24 +354,39 @@ def resident(kernel, A, parts=None):
     return kernel.put(A, parts)
 
 
-def release(kernel, A):
-    """Drop the device copy of ``A`` made by :func:`resident` (no-op for numpy kernels)."""
+def checkpoint(kernel):
+    """A mark of ``kernel``'s resident operands, for :func:`release` (None for numpy)."""
+    return frozenset(kernel._cache) if isinstance(kernel, DeviceKernel) else None
+
+
+def release(kernel, mark):
+    """Drop the device copies made since :func:`checkpoint` returned ``mark``.
+
+    For the operands of one step of an outer loop (``[X; Z]`` of one one-term step
+    and what the inner solver made resident), so that the device holds one step's
+    worth at a time. No-op for numpy kernels.
+    """
     if isinstance(kernel, DeviceKernel):
-        kernel.release(A)
+        for key in set(kernel._cache) - mark:
+            del kernel._cache[key]
 
 
-def take_rows(kernel, A, index):
-    """``A[index]`` for a numpy kernel; the rows of ``A``'s device copy for a :class:`DeviceKernel`.
+def take(kernel, A, index, axis=0):
+    """``A[index]`` (rows) or ``A[:, index]`` (``axis=1``), on ``kernel``'s engine.
 
-    The row subset (e.g. the support vectors of this iteration) is cut on the
-    device from the resident copy instead of being converted anew.
+    For a numpy kernel: numpy indexing (a C-contiguous copy for columns). For a
+    :class:`DeviceKernel` the subset (e.g. this iteration's support vectors, the
+    still active outputs) is cut on the device from ``A``'s resident copy instead
+    of being converted anew.
     """
     if not isinstance(kernel, DeviceKernel):
-        return A[index]
+        return A[index] if axis == 0 else np.ascontiguousarray(A[:, index])
     index = np.asarray(index)
     if index.dtype == bool:
         index = np.flatnonzero(index)
-    return kernel.put(A)[kernel.xp.torch.as_tensor(index, device=kernel.xp.device)]
+    torch = kernel.xp.torch
+    return torch.index_select(kernel.put(A), axis,
+                              torch.as_tensor(index, device=kernel.xp.device))
 
 
 class DeviceKernel:
@@ -406,21 +429,13 @@ class DeviceKernel:
         if hit is not None and hit[0] is A:
             return hit[1]
         if parts is not None:
-            T = self.xp.torch.cat([self._in(P) for P in parts], dim=0)
+            T = (self._in(parts[0]) if len(parts) == 1
+                 else self.xp.torch.cat([self._in(P) for P in parts], dim=0))
         else:
             T = self._convert(A)
             self.n_resident += 1
         self._cache[id(A)] = (A, T)  # keeps A alive, so its id is not reused
         return T
-
-    def release(self, A):
-        """Forget the device copy of ``A`` (a per-step operand such as ``[X; Z]``)."""
-        self._cache.pop(id(A), None)
-
-    @property
-    def backend(self):
-        """``"torch"``, for passing the choice on to inner solvers."""
-        return "torch"
 
     @property
     def device(self):

@@ -37,7 +37,7 @@ from scipy import linalg
 from scipy.optimize import minimize
 from sklearn.svm import SVC
 
-from .backend import DeviceKernel, resident, solver_kernel, take_rows
+from .backend import DeviceKernel, resident, solver_kernel, take
 from .kernels import Kernel
 from .utils.validation import check_array, check_scalar
 
@@ -97,6 +97,9 @@ def aggregate_duplicates(X, y):
     Returns
     -------
     X_unique, y_unique, counts
+        Without duplicates ``X_unique`` is the (validated) ``X`` itself, so a solver
+        that keeps ``X`` on a torch device (:func:`~sparsekm.backend.resident`) finds
+        it again.
     """
     X = check_array(X, "X", dtype=float)
     y = np.asarray(y, dtype=float)
@@ -104,6 +107,8 @@ def aggregate_duplicates(X, y):
     _, idx, counts = np.unique(Xy, axis=0, return_index=True, return_counts=True)
     order = np.argsort(idx)
     idx, counts = idx[order], counts[order]
+    if idx.size == X.shape[0]:  # all distinct: idx is 0..n-1
+        return X, y, counts.astype(float)
     return X[idx], y[idx], counts.astype(float)
 
 
@@ -574,7 +579,7 @@ def slmc_gradient(X, y, Z, kernel, alpha, beta):
     """
     sv = alpha > 0
     ay = alpha[sv] * np.asarray(y, dtype=float)[sv]
-    G = -kernel.gradient_sum(take_rows(kernel, X, sv), Z, np.outer(ay, beta))
+    G = -kernel.gradient_sum(take(kernel, X, sv), Z, np.outer(ay, beta))
     G += kernel.gradient_sum(Z, Z, np.outer(beta, beta))
     return G
 
@@ -738,7 +743,7 @@ def _shared_value_grad(problems, Z, kernel, C, warm, *, solver="auto", svm_tol=1
         AY = np.column_stack([sols[c].alpha * problems[c][1] for c in members])
         sv = np.any(AY != 0, axis=1)
         if sv.any():
-            G -= kernel.gradient_sum(take_rows(kernel, Xc, sv), Z, AY[sv] @ B[:, members].T)
+            G -= kernel.gradient_sum(take(kernel, Xc, sv), Z, AY[sv] @ B[:, members].T)
     return float(total), G, sols
 
 

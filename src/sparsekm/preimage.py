@@ -46,7 +46,7 @@ import numpy as np
 from scipy.optimize import minimize
 from sklearn.utils import check_random_state
 
-from .backend import resident, solver_kernel
+from .backend import resident, solver_kernel, take
 from .expansion import KernelExpansion
 from .kernels import Kernel, Linear, Polynomial, Sigmoid
 from .utils.validation import check_array, check_scalar
@@ -268,7 +268,7 @@ def _fixed_point_run(kernel, X, G, Z, max_iter, tol, rng):
     resident(kernel, x_sq)
     for it in range(1, max_iter + 1):
         Za = Z[active]
-        Ga = np.ascontiguousarray(G[:, active])
+        Ga = take(kernel, G, active, axis=1)
         # eq. 10/48: denominator sum_i gamma_i k'(.), numerator sum_i gamma_i k'(.) x_i
         den, num, mag = kernel.weighted_sums(X, Za, Ga, derivative=True, moment=True,
                                              absolute=True, X_sqnorms=x_sq, check_input=False)
@@ -330,7 +330,8 @@ def fixed_point(expansion, z0=None, *, n_init=5, max_iter=200, tol=1e-8, X_init=
         construction, whose residual norm is its objective); saves the one
         ``O(n_terms^2 d)`` kernel product of the reported objective.
     backend : {"numpy", "torch"} or None, default=None
-        Engine of the kernel sums; ``None``: :func:`sparsekm.config.get_config`.
+        Engine of the kernel sums; ``None``: :func:`sparsekm.config.get_config`
+        (RS construction passes its own :class:`~sparsekm.backend.DeviceKernel`).
         With ``"torch"`` the expansion's vectors are put on ``device`` once and
         every iteration's kernel sums run there (:func:`sparsekm.backend.solver_kernel`).
     device : str or None, default=None
@@ -374,6 +375,7 @@ def fixed_point(expansion, z0=None, *, n_init=5, max_iter=200, tol=1e-8, X_init=
         )
     kernel = solver_kernel(kernel, backend, device)
     resident(kernel, X)  # the expansion's vectors go to the device once
+    resident(kernel, G)  # and their (n_terms, n_outputs) coefficients
     rng = check_random_state(random_state)
     norm2 = _norm2(kernel, X, G, norm2, owner)
     best = None
@@ -487,6 +489,7 @@ def gradient(expansion, z0=None, *, n_init=5, max_iter=200, tol=1e-8, X_init=Non
         )
     kernel = solver_kernel(kernel, backend, device)
     resident(kernel, X)  # the expansion's vectors go to the device once
+    resident(kernel, G)  # and their (n_terms, n_outputs) coefficients
     rng = check_random_state(random_state)
     norm2 = _norm2(kernel, X, G, norm2, owner)
     best = None

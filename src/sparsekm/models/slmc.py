@@ -430,14 +430,17 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
             bar.update(1)
             bar.set_postfix(W=f"{W:.6g}")
 
-        res = direct.slmc_optimize(X, y, Z0, kernel, float(self.C), max_iter=max_iter, tol=tol,
-                                   callback=callback, backend=self.backend)
+        # one engine for the optimisation and the final solve: X goes to a torch device
+        # once (aggregate_duplicates returns X itself when it has no duplicates)
+        engine = solver_kernel(kernel, self.backend)
+        res = direct.slmc_optimize(X, y, Z0, engine, float(self.C), max_iter=max_iter, tol=tol,
+                                   callback=callback)
         bar.close()
         # final coefficients at the optimised Z, solved to a tight tolerance
         Xu, yu, counts = direct.aggregate_duplicates(X, y)
-        sol = direct.fixed_z_svm(Xu, yu, res.Z, kernel, float(self.C), tol=1e-6,
+        sol = direct.fixed_z_svm(Xu, yu, res.Z, engine, float(self.C), tol=1e-6,
                                  on_singular="pinv", warm_start=res.solution.alpha,
-                                 sample_weight=counts, backend=self.backend)
+                                 sample_weight=counts)
         info = {"W": sol.W, "gap": sol.gap, "history": np.array(res.W_history),
                 "n_iter": res.n_iter, "stopped": _stopped_at_max_iter(res, max_iter)}
         return res.Z, sol.beta, sol.intercept, info

@@ -15,7 +15,7 @@ from scipy import linalg, optimize
 from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
-from ..backend import DeviceKernel, release, resident, solver_kernel
+from ..backend import DeviceKernel, checkpoint, release, resident, solver_kernel, take
 from ..expansion import KernelExpansion
 from ..kernels import RBF
 from ..preimage import fixed_point, gradient
@@ -70,10 +70,13 @@ def _one_term_single(kernel, Y, g, starts, max_iter, tol, rng, norm2=None):
     """
     n_starts = starts.shape[0]
     psi = KernelExpansion(Y, np.repeat(g[:, None], n_starts, axis=1), _base(kernel))
+    mark = checkpoint(kernel)
+    resident(kernel, psi.vectors, parts=(Y,))  # a copy of Y: the same device copy
     solver = fixed_point if kernel.is_radial else gradient
     seed = int(rng.integers(2**31 - 1))
     res = solver(psi, z0=starts, n_init=1, max_iter=max_iter, tol=tol, random_state=seed,
-                 norm2=norm2, **_engine(kernel))
+                 norm2=norm2, backend=_engine(kernel))
+    release(kernel, mark)
     best = int(np.argmin(res.objective))
     return res.z[best], float(res.objective[best]), int(np.max(res.n_iter)), np.asarray(res.z)
 
@@ -84,10 +87,8 @@ def _base(kernel):
 
 
 def _engine(kernel):
-    """``backend``/``device`` keywords that hand the solver's engine on to an inner solver."""
-    if isinstance(kernel, DeviceKernel):
-        return {"backend": kernel.backend, "device": kernel.device}
-    return {"backend": "numpy"}
+    """The ``backend`` argument that hands the solver's engine on to an inner solver."""
+    return kernel if isinstance(kernel, DeviceKernel) else "numpy"
 
 
 def _orthogonal_gain(kernel, Y, G, Zo, chol, Zc):
@@ -174,7 +175,7 @@ def _construct_block(kernel, X, A, n_vectors, *, n_init, max_iter, tol_step, tol
     cand_idx = (np.arange(N) if N <= _MAX_CANDIDATES
                 else np.sort(rng.choice(N, _MAX_CANDIDATES, replace=False)))
     P_x = Kxx[cand_idx] @ A  # (Psi . Phi(x_i)) for candidate starts, updated below
-    kdiag = np.maximum(kernel.diag(X[cand_idx]), 1e-300)
+    kdiag = np.maximum(kernel.diag(take(kernel, X, cand_idx)), 1e-300)
     Z = np.empty((0, d))
     B = np.empty((0, n_out))
     Kz = np.empty((0, 0))
@@ -186,6 +187,7 @@ def _construct_block(kernel, X, A, n_vectors, *, n_init, max_iter, tol_step, tol
 
     def one_term(Zo, Bo, Kzo, Kco, extra=None):
         """Best z for the residual Psi - sum_j Bo_j Phi(Zo_j) (eq. 76-77), n_iter."""
+        mark = checkpoint(kernel)
         Y = np.vstack([X, Zo])
         resident(kernel, Y, parts=(X, Zo))  # on a device: [X; Zo] from X's device copy
         Gm = np.vstack([A, -Bo])
@@ -223,7 +225,7 @@ def _construct_block(kernel, X, A, n_vectors, *, n_init, max_iter, tol_step, tol
             pool = [z[None, :], ends] + ([extra[None, :]] if extra is not None else [])
             z, n_pol = _orthogonal_step(kernel, Y, Gm, Zo, Kzo, np.vstack(pool))
             n_it += n_pol
-        release(kernel, Y)
+        release(kernel, mark)  # this step's [X; Zo] and the inner solver's operands
         return z, n_it
 
     def objective(Kz_, C_, B_):
