@@ -198,10 +198,10 @@ def test_construct_converts_expansion_once(data, conversions, kernel):
     construct(KernelExpansion(X, a, kernel), n_vectors, random_state=0, backend="torch",
               device="cpu")
     # X once; per one-term step only the few new vectors Z join it on the device
-    # ([X; Z] is assembled there) and the coefficients (N, n_starts) go once; never
-    # anything per iteration, whatever the number of iterations
+    # ([X; Z] is assembled there); the coefficients go once (A) and once per step
+    # ([A; -B], or (N, n_starts) columns for the pre-image solver); nothing per iteration
     assert conversions.count(X.shape) == 1
     assert _n_data(conversions, X) == 1
     n_coef = sum(1 for s in conversions if len(s) == 2 and s[0] >= X.shape[0]
                  and s[1] != X.shape[1])
-    assert n_coef <= n_vectors
+    assert n_coef <= n_vectors + 1

@@ -495,6 +495,7 @@ def _construct(expansion, kernel, X, A_all, n_vectors, shared, refine, tol, n_in
     multi = expansion.is_multioutput
     groups = [np.arange(n_out)] if (shared or n_out == 1) else [[k] for k in range(n_out)]
     blocks, paths, phase1, norms, n_iter, sweep_paths = [], [], [], [], 0, []
+    terms = []  # each group's own terms (X_g, A_g), for the final objective
     # One independent stream per output: output k's vectors do not depend on how many
     # steps the other outputs took, so the first m vectors of an N_z-vector run are
     # exactly the m-vector run (prefixes are valid smaller reduced sets).
@@ -505,6 +506,8 @@ def _construct(expansion, kernel, X, A_all, n_vectors, shared, refine, tol, n_in
         rows = np.flatnonzero(np.any(A != 0, axis=1))
         Xg, Ag = X[rows], A[rows]
         resident(kernel, Xg)  # once per output group: every kernel sum below reuses it
+        resident(kernel, Ag)
+        terms.append((Xg, Ag))
         if rows.size == 0 or (n_vectors >= rows.size and len(grp) == 1):
             # Exact copy of this output's own terms (none when Psi = 0).
             blocks.append((Xg, Ag))
@@ -529,22 +532,18 @@ def _construct(expansion, kernel, X, A_all, n_vectors, shared, refine, tol, n_in
         norms.append(norm2)
         n_iter += nit
 
-    kernel = _base(kernel)  # the remaining sums are O(N_z N) and the result needs the kernel
     if len(groups) == 1:
         Z, B = blocks[0]
-        out = KernelExpansion(Z, B if multi else B[:, 0], kernel, expansion.intercept)
-        obj = _objective(kernel, X[np.any(A_all != 0, axis=1)], A_all[np.any(A_all != 0, axis=1)],
-                         Z, B, norms[0])
+        out = KernelExpansion(Z, B if multi else B[:, 0], _base(kernel), expansion.intercept)
+        obj = _objective(kernel, *terms[0], Z, B, norms[0])
         path = paths[0] if multi else paths[0][:, 0]
         ph1 = phase1[0] if multi else float(phase1[0][0])
         norm2 = norms[0] if multi else float(norms[0][0])
         obj = obj if multi else float(obj[0])
     else:
         out = _assemble(expansion, [(Z, B[:, 0]) for Z, B in blocks])
-        obj = np.concatenate([
-            _objective(kernel, X[np.any(A_all[:, [k]] != 0, axis=1)],
-                       A_all[np.any(A_all[:, [k]] != 0, axis=1)][:, [k]], Z, B, norms[k])
-            for k, (Z, B) in enumerate(blocks)])
+        obj = np.concatenate([_objective(kernel, *terms[k], Z, B, norms[k])
+                              for k, (Z, B) in enumerate(blocks)])
         L = max(p.shape[0] for p in paths)
         path = np.column_stack([
             np.concatenate([p[:, 0], np.full(L - p.shape[0], p[-1, 0])]) for p in paths])
