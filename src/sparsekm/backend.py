@@ -398,7 +398,9 @@ class DeviceKernel:
     :func:`resident` is looked up by identity and its device copy is used (no
     copy); any other array is a small operand (candidate points, coefficients) and
     is converted for the call. Results come back as numpy arrays, except
-    ``_sqnorms``, whose row norms stay on the device for the ``_block`` calls.
+    ``_sqnorms``, whose row norms stay on the device for the ``_block`` calls. A
+    callable ``W`` of :meth:`weighted_sums` receives the kernel block as a tensor
+    (form its weights from :func:`resident` operands).
     Other attributes (``gamma``, ``is_radial``, ...) are the kernel's.
 
     Attributes
@@ -416,6 +418,8 @@ class DeviceKernel:
         self.n_resident = 0
 
     def __getattr__(self, name):
+        if name in ("kernel", "xp", "_cache"):  # not yet set (copy, pickle): no recursion
+            raise AttributeError(name)
         return getattr(self.kernel, name)
 
     def __repr__(self):
@@ -451,9 +455,11 @@ class DeviceKernel:
         return self._convert(A)
 
     def _convert(self, A):
-        # torch shares a CPU array's memory; a read-only one (expansion vectors) is
-        # copied instead of being wrapped in a tensor that torch would consider writable
-        return self.xp.asarray(A if A.flags.writeable else A.copy())
+        # On the CPU torch shares the array's memory; a read-only one (expansion vectors)
+        # is copied instead of being wrapped in a tensor that torch would consider writable.
+        if not A.flags.writeable and self.xp.device.type == "cpu":
+            A = A.copy()
+        return self.xp.asarray(A)
 
     def _out(self, R):
         return self.xp.to_numpy(R) if is_tensor(R) else R

@@ -245,7 +245,7 @@ def one_term_gaussian(gamma, Y, G, Z0, *, max_iter=200, tol=1e-7, prune=True,
             T = M.T @ Y
         Fa = absG.T @ K
         bad = ~(S > 1e-24 * np.einsum("kb,kb->b", Fa, Fa))
-        if _gaussian_update(Zc, Z0, Y, idx, S, T, bad, S_old, active, tol, prune, rng,
+        if _gaussian_update(Zc, Y, idx, S, T, bad, S_old, active, tol, prune, rng,
                             best_box):
             break
     cand = np.vstack([Zc, Z0])
@@ -254,7 +254,7 @@ def one_term_gaussian(gamma, Y, G, Z0, *, max_iter=200, tol=1e-7, prune=True,
     return cand[best], float(scores[best]), n_iter, Zc
 
 
-def _gaussian_update(Zc, Z0, Y, idx, S, T, bad, S_old, active, tol, prune, rng, best_box):
+def _gaussian_update(Zc, Y, idx, S, T, bad, S_old, active, tol, prune, rng, best_box):
     """The bookkeeping of one iteration of :func:`one_term_gaussian` (in place).
 
     Moves the active starts to ``T / S`` (eq. 19), restarts the undefined ones,
@@ -326,7 +326,7 @@ def _one_term_gaussian_device(kernel, gamma, Y, G, Z0, Zc, max_iter, tol, prune,
         Fa = absG.T @ K
         S, T = xp.to_numpy(S), xp.to_numpy(T)
         bad = ~(S > 1e-24 * xp.to_numpy(torch.einsum("kb,kb->b", Fa, Fa)))
-        if _gaussian_update(Zc, Z0, Y, idx, S, T, bad, S_old, active, tol, prune, rng,
+        if _gaussian_update(Zc, Y, idx, S, T, bad, S_old, active, tol, prune, rng,
                             best_box):
             break
     cand = np.vstack([Zc, Z0])
