@@ -82,6 +82,20 @@ def test_reduce_expansion_passes_backend(data, float64_one_term):
     _same_expansion(r0.expansion, r1.expansion, X)
 
 
+def test_reduced_set_classifier_backend(data, float64_one_term):
+    from sklearn.svm import SVC
+
+    from sparsekm.models import ReducedSetClassifier
+
+    X = data[0]
+    y = (X[:, 0] * X[:, 1] > 0).astype(int)
+    svc = SVC(kernel="rbf", gamma=0.5, C=10.0).fit(X, y)
+    m0 = ReducedSetClassifier(svc, n_vectors=5, random_state=0, backend="numpy").fit(X, y)
+    m1 = ReducedSetClassifier(svc, n_vectors=5, random_state=0, backend="torch").fit(X, y)
+    np.testing.assert_allclose(m1.decision_function(X), m0.decision_function(X), rtol=RTOL,
+                               atol=1e-12)
+
+
 def test_construct_float32_one_term_close(data):
     # The default fast Gaussian step runs two GEMMs per iteration in float32; torch's
     # and numpy's BLAS round them differently and the fixed point moves along the flat
