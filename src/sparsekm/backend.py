@@ -18,6 +18,12 @@ Selecting the backend (see :func:`resolve_backend`):
 * ``backend="torch"`` with arrays in: the torch engine runs on
   :func:`sparsekm.config.get_config` ``["device"]`` (``None``: CUDA when available,
   else CPU) and arrays come back.
+
+Solvers (reduced-set construction, SLMC, the greedy basis) take ``backend`` and
+``device`` explicitly and bind their kernel once with :func:`solver_kernel`: the
+returned :class:`DeviceKernel` holds the solver's large operands (expansion vectors,
+training data) as tensors on the device, converted once with :func:`resident`, and
+hands back numpy results, so the solver's own (small, CPU-side) algebra is unchanged.
 """
 
 from __future__ import annotations
@@ -33,6 +39,12 @@ __all__ = [
     "array_namespace",
     "is_tensor",
     "resolve_backend",
+    "solver_kernel",
+    "resident",
+    "release",
+    "checkpoint",
+    "take",
+    "DeviceKernel",
     "NumpyNamespace",
     "TorchNamespace",
 ]
@@ -285,6 +297,204 @@ def _default_device():
         torch = _import_torch()
         device = "cuda" if torch.cuda.is_available() else "cpu"
     return device
+
+
+def solver_kernel(kernel, backend=None, device=None):
+    """The kernel a solver evaluates through: ``kernel`` itself or a :class:`DeviceKernel`.
+
+    Parameters
+    ----------
+    kernel : Kernel
+    backend : {"numpy", "torch"}, DeviceKernel or None
+        ``None``: :func:`sparsekm.config.get_config` ``["backend"]``. A
+        :class:`DeviceKernel` of ``kernel`` (an outer solver's, with its resident
+        operands) is used as it is.
+    device : str or None
+        torch device for ``backend="torch"``; ``None``: the configured device
+        (``None`` there: CUDA when available, else CPU).
+
+    Returns
+    -------
+    Kernel or DeviceKernel
+        ``kernel`` unchanged for numpy (the numpy path stays exactly as it is).
+    """
+    from .config import get_config
+
+    if isinstance(kernel, DeviceKernel):
+        return kernel
+    if isinstance(backend, DeviceKernel):
+        if backend.kernel != kernel:
+            raise ValueError(f"{backend!r} is bound to another kernel than {kernel!r}.")
+        return backend
+    if backend is None:
+        backend = get_config()["backend"]
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}; got {backend!r}.")
+    if backend == "numpy":
+        return kernel
+    if "torch" not in kernel.backends:
+        raise TypeError(f"{kernel!r} supports the {' and '.join(kernel.backends)} backend(s), "
+                        f"not backend='torch'.")
+    return DeviceKernel(kernel, _torch_namespace(device if device is not None
+                                                 else _default_device()))
+
+
+def resident(kernel, A, parts=None):
+    """Put the large operand ``A`` on ``kernel``'s device once (no-op for numpy kernels).
+
+    Later calls of the :class:`DeviceKernel` that pass this very array (``is``)
+    use the device copy instead of converting it again. ``parts``: arrays
+    (already resident or small) whose row-wise concatenation is ``A``; the device
+    copy is then assembled from theirs (for ``Y = [X; Z]`` with ``X`` resident; one
+    part: ``A`` is a copy of it and shares its device copy).
+    Returns the device tensor, or ``A`` for a numpy kernel.
+    """
+    if not isinstance(kernel, DeviceKernel):
+        return A
+    return kernel.put(A, parts)
+
+
+def checkpoint(kernel):
+    """A mark of ``kernel``'s resident operands, for :func:`release` (None for numpy)."""
+    return frozenset(kernel._cache) if isinstance(kernel, DeviceKernel) else None
+
+
+def release(kernel, mark):
+    """Drop the device copies made since :func:`checkpoint` returned ``mark``.
+
+    For the operands of one step of an outer loop (``[X; Z]`` of one one-term step
+    and what the inner solver made resident), so that the device holds one step's
+    worth at a time. No-op for numpy kernels.
+    """
+    if isinstance(kernel, DeviceKernel):
+        for key in set(kernel._cache) - mark:
+            del kernel._cache[key]
+
+
+def take(kernel, A, index, axis=0):
+    """``A[index]`` (rows) or ``A[:, index]`` (``axis=1``), on ``kernel``'s engine.
+
+    For a numpy kernel: numpy indexing (a C-contiguous copy for columns). For a
+    :class:`DeviceKernel` the subset (e.g. this iteration's support vectors, the
+    still active outputs) is cut on the device from ``A``'s resident copy instead
+    of being converted anew.
+    """
+    if not isinstance(kernel, DeviceKernel):
+        return A[index] if axis == 0 else np.ascontiguousarray(A[:, index])
+    index = np.asarray(index)
+    if index.dtype == bool:
+        index = np.flatnonzero(index)
+    torch = kernel.xp.torch
+    return torch.index_select(kernel.put(A), axis,
+                              torch.as_tensor(index, device=kernel.xp.device))
+
+
+class DeviceKernel:
+    """A kernel bound to one torch device for the duration of one solver run.
+
+    The kernel methods the solvers call (``__call__``, ``mmv``, ``diag``,
+    ``weighted_sums``, ``gradient_sum``, ``diag_gradient``, ``gradient_y`` and the
+    ``_sqnorms``/``_block`` hooks) accept numpy arrays or tensors. An array made
+    :func:`resident` is looked up by identity and its device copy is used (no
+    copy); any other array is a small operand (candidate points, coefficients) and
+    is converted for the call. Results come back as numpy arrays, except
+    ``_sqnorms``, whose row norms stay on the device for the ``_block`` calls. A
+    callable ``W`` of :meth:`weighted_sums` receives the kernel block as a tensor
+    (form its weights from :func:`resident` operands).
+    Other attributes (``gamma``, ``is_radial``, ...) are the kernel's.
+
+    Attributes
+    ----------
+    kernel : Kernel
+    xp : TorchNamespace
+    n_resident : int
+        Arrays converted by :meth:`put` (the large operands).
+    """
+
+    def __init__(self, kernel, xp):
+        self.kernel = kernel
+        self.xp = xp
+        self._cache = {}
+        self.n_resident = 0
+
+    def __getattr__(self, name):
+        if name in ("kernel", "xp", "_cache"):  # not yet set (copy, pickle): no recursion
+            raise AttributeError(name)
+        return getattr(self.kernel, name)
+
+    def __repr__(self):
+        return f"DeviceKernel({self.kernel!r}, device={str(self.xp.device)!r})"
+
+    def put(self, A, parts=None):
+        """Device copy of ``A`` (converted on first use, then cached by identity)."""
+        if A is None or is_tensor(A):
+            return A
+        hit = self._cache.get(id(A))
+        if hit is not None and hit[0] is A:
+            return hit[1]
+        if parts is not None:
+            T = (self._in(parts[0]) if len(parts) == 1
+                 else self.xp.torch.cat([self._in(P) for P in parts], dim=0))
+        else:
+            T = self._convert(A)
+            self.n_resident += 1
+        self._cache[id(A)] = (A, T)  # keeps A alive, so its id is not reused
+        return T
+
+    @property
+    def device(self):
+        """The device, as a string."""
+        return str(self.xp.device)
+
+    def _in(self, A):
+        if A is None or is_tensor(A) or not isinstance(A, np.ndarray):
+            return A
+        hit = self._cache.get(id(A))
+        if hit is not None and hit[0] is A:
+            return hit[1]
+        return self._convert(A)
+
+    def _convert(self, A):
+        # On the CPU torch shares the array's memory; a read-only one (expansion vectors)
+        # is copied instead of being wrapped in a tensor that torch would consider writable.
+        if not A.flags.writeable and self.xp.device.type == "cpu":
+            A = A.copy()
+        return self.xp.asarray(A)
+
+    def _out(self, R):
+        return self.xp.to_numpy(R) if is_tensor(R) else R
+
+    def __call__(self, X, Y=None, **kw):
+        return self._out(self.kernel(self._in(X), self._in(Y), **kw))
+
+    def mmv(self, X, Y, C, **kw):
+        kw["Y_sqnorms"] = self._in(kw.get("Y_sqnorms"))
+        return self._out(self.kernel.mmv(self._in(X), self._in(Y), self._in(C), **kw))
+
+    def diag(self, X, **kw):
+        return self._out(self.kernel.diag(self._in(X), **kw))
+
+    def gradient_y(self, X, y, **kw):
+        return self._out(self.kernel.gradient_y(self._in(X), self._in(y), **kw))
+
+    def gradient_sum(self, X, Z, W, **kw):
+        return self._out(self.kernel.gradient_sum(self._in(X), self._in(Z), self._in(W), **kw))
+
+    def diag_gradient(self, Z, **kw):
+        return self._out(self.kernel.diag_gradient(self._in(Z), **kw))
+
+    def weighted_sums(self, X, Z, W, **kw):
+        kw["X_sqnorms"] = self._in(kw.get("X_sqnorms"))
+        W = W if callable(W) else self._in(W)
+        sums = self.kernel.weighted_sums(self._in(X), self._in(Z), W, **kw)
+        return type(sums)(*(self._out(a) for a in sums))
+
+    def _sqnorms(self, X):
+        return self.kernel._sqnorms(self._in(X))
+
+    def _block(self, X, Y, x_sq, y_sq):
+        return self._out(self.kernel._block(self._in(X), self._in(Y), self._in(x_sq),
+                                            self._in(y_sq)))
 
 
 def check_tensor(X, name="X", *, ndim=2, xp=None):

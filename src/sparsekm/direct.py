@@ -37,6 +37,7 @@ from scipy import linalg
 from scipy.optimize import minimize
 from sklearn.svm import SVC
 
+from .backend import DeviceKernel, resident, solver_kernel, take
 from .kernels import Kernel
 from .utils.validation import check_array, check_scalar
 
@@ -96,6 +97,9 @@ def aggregate_duplicates(X, y):
     Returns
     -------
     X_unique, y_unique, counts
+        Without duplicates ``X_unique`` is the (validated) ``X`` itself, so a solver
+        that keeps ``X`` on a torch device (:func:`~sparsekm.backend.resident`) finds
+        it again.
     """
     X = check_array(X, "X", dtype=float)
     y = np.asarray(y, dtype=float)
@@ -103,6 +107,8 @@ def aggregate_duplicates(X, y):
     _, idx, counts = np.unique(Xy, axis=0, return_index=True, return_counts=True)
     order = np.argsort(idx)
     idx, counts = idx[order], counts[order]
+    if idx.size == X.shape[0]:  # all distinct: idx is 0..n-1
+        return X, y, counts.astype(float)
     return X[idx], y[idx], counts.astype(float)
 
 
@@ -414,7 +420,8 @@ def _svm_values(F, y, C, alpha, w, b):
 
 
 def fixed_z_svm(X, y, Z, kernel, C, *, features="whitened", tol=1e-5, on_singular="raise",
-                Kzx=None, warm_start=None, sample_weight=None, solver="auto"):
+                Kzx=None, warm_start=None, sample_weight=None, solver="auto", backend=None,
+                device=None):
     """SVM with weight vector in ``span{Phi(z_1), ..., Phi(z_Nz)}`` for fixed ``Z``.
 
     With ``features="whitened"`` this solves problem (28)-(30) exactly: a linear
@@ -458,6 +465,13 @@ def fixed_z_svm(X, y, Z, kernel, C, *, features="whitened", tol=1e-5, on_singula
         ``"auto"``: warm-started active set, else interior point (SQP for tiny
         problems), libsvm as the last resort. ``"libsvm"``: libsvm from scratch
         (then the active-set polish), the plain reference of the benchmarks.
+    backend : {"numpy", "torch"} or None, default=None
+        Engine of the kernel sums (``None``: :func:`sparsekm.config.get_config`).
+        With ``"torch"`` the training data ``X`` goes to ``device`` once per call and
+        every kernel block and gradient sum runs there; ``K^{zx}`` (``N_z x n``),
+        ``K^z`` and the gradients (``N_z x d``) come back for the CPU-side solvers.
+    device : str or None, default=None
+        torch device (``None``: the configured one, else CUDA when available).
 
     Returns
     -------
@@ -467,8 +481,9 @@ def fixed_z_svm(X, y, Z, kernel, C, *, features="whitened", tol=1e-5, on_singula
         raise ValueError(f"solver must be 'auto' or 'libsvm'; got {solver!r}.")
     if features not in ("whitened", "empirical"):
         raise ValueError(f"features must be 'whitened' or 'empirical'; got {features!r}.")
-    if not isinstance(kernel, Kernel):
+    if not isinstance(kernel, Kernel | DeviceKernel):
         raise TypeError(f"kernel must be a sparsekm.kernels.Kernel; got {type(kernel).__name__}.")
+    kernel = solver_kernel(kernel, backend, device)
     C = _check_C(C, "fixed_z_svm")
     X = check_array(X, "X")
     Z = _check_Z(Z, X.shape[1])
@@ -551,7 +566,10 @@ def slmc_gradient(X, y, Z, kernel, alpha, beta):
     ----------
     X, y : training data (only rows with ``alpha > 0`` are used)
     Z : ndarray of shape (n_vectors, n_features)
-    kernel : Kernel
+    kernel : Kernel or DeviceKernel
+        A :class:`~sparsekm.backend.DeviceKernel` (:func:`~sparsekm.backend.solver_kernel`)
+        with ``X`` :func:`~sparsekm.backend.resident` cuts the support vectors on
+        its device.
     alpha : ndarray of shape (n_samples,)
     beta : ndarray of shape (n_vectors,)
 
@@ -561,7 +579,7 @@ def slmc_gradient(X, y, Z, kernel, alpha, beta):
     """
     sv = alpha > 0
     ay = alpha[sv] * np.asarray(y, dtype=float)[sv]
-    G = -kernel.gradient_sum(X[sv], Z, np.outer(ay, beta))
+    G = -kernel.gradient_sum(take(kernel, X, sv), Z, np.outer(ay, beta))
     G += kernel.gradient_sum(Z, Z, np.outer(beta, beta))
     return G
 
@@ -613,7 +631,7 @@ def _lbfgs_over_Z(fun, Z0, max_iter, tol, callback=None):
 
 
 def slmc_optimize(X, y, Z0, kernel, C, *, max_iter=100, tol=1e-6, svm_tol=1e-4, warm_start=True,
-                  callback=None, solver="auto"):
+                  callback=None, solver="auto", backend=None, device=None):
     """Minimise the SLMC marginal function ``W(Z)`` over ``Z`` with L-BFGS (section 3.3).
 
     Parameters
@@ -636,6 +654,14 @@ def slmc_optimize(X, y, Z0, kernel, C, *, max_iter=100, tol=1e-6, svm_tol=1e-4, 
     callback : callable ``callback(iteration, W)``, optional
     solver : {"auto", "libsvm"}
         Inner solver, see :func:`fixed_z_svm`.
+    backend : {"numpy", "torch"} or None, default=None
+        Engine of the kernel sums (``None``: :func:`sparsekm.config.get_config`).
+        With ``"torch"`` the (de-duplicated) training data is converted to a tensor
+        on ``device`` once for the whole optimisation; each L-BFGS step evaluates
+        ``K^{zx}``, ``K^z`` and the gradient sums of eq. 46 there and brings back
+        only those (``N_z x n``, ``N_z x N_z``, ``N_z x d``).
+    device : str or None, default=None
+        torch device (``None``: the configured one, else CUDA when available).
 
     Returns
     -------
@@ -648,6 +674,8 @@ def slmc_optimize(X, y, Z0, kernel, C, *, max_iter=100, tol=1e-6, svm_tol=1e-4, 
     Z0 = _check_Z(Z0, X.shape[1], "Z0")
     weights = None if np.all(counts == 1) else counts
     warm = {"alpha": None}
+    kernel = solver_kernel(kernel, backend, device)
+    resident(kernel, X)  # once for all L-BFGS steps
 
     def fun(Z):
         sol = fixed_z_svm(X, y, Z, kernel, C, tol=svm_tol, on_singular="pinv",
@@ -715,7 +743,7 @@ def _shared_value_grad(problems, Z, kernel, C, warm, *, solver="auto", svm_tol=1
         AY = np.column_stack([sols[c].alpha * problems[c][1] for c in members])
         sv = np.any(AY != 0, axis=1)
         if sv.any():
-            G -= kernel.gradient_sum(Xc[sv], Z, AY[sv] @ B[:, members].T)
+            G -= kernel.gradient_sum(take(kernel, Xc, sv), Z, AY[sv] @ B[:, members].T)
     return float(total), G, sols
 
 
@@ -757,7 +785,8 @@ def slmc_shared_objective(problems, Z, kernel, C, *, solver="auto"):
 
 
 def slmc_shared_optimize(problems, Z0, kernel, C, *, max_iter=100, tol=1e-6, svm_tol=1e-4,
-                         warm_start=True, callback=None, solver="auto"):
+                         warm_start=True, callback=None, solver="auto", backend=None,
+                         device=None):
     """Minimise the shared-XV marginal function ``sum_c W_c(Z)`` over ``Z`` with L-BFGS.
 
     The multi-class SLMC with expansion vectors shared by all one-vs-rest problems:
@@ -776,8 +805,9 @@ def slmc_shared_optimize(problems, Z0, kernel, C, *, max_iter=100, tol=1e-6, svm
         shared reduced set).
     kernel : Kernel
     C : float
-    max_iter, tol, svm_tol, warm_start, callback, solver
-        As in :func:`slmc_optimize`; ``tol`` applies to the summed ``W``.
+    max_iter, tol, svm_tol, warm_start, callback, solver, backend, device
+        As in :func:`slmc_optimize`; ``tol`` applies to the summed ``W``. Each distinct
+        ``X`` array goes to the device once.
 
     Returns
     -------
@@ -786,11 +816,14 @@ def slmc_shared_optimize(problems, Z0, kernel, C, *, max_iter=100, tol=1e-6, svm
         ``W_history`` holds the summed ``W`` (non-increasing).
     """
     problems = _check_problems(problems, "slmc_shared_optimize")
-    if not isinstance(kernel, Kernel):
+    if not isinstance(kernel, Kernel | DeviceKernel):
         raise TypeError(f"kernel must be a sparsekm.kernels.Kernel; got {type(kernel).__name__}.")
     C = _check_C(C, "slmc_shared_optimize")
     Z0 = _check_Z(Z0, problems[0][0].shape[1], "Z0")
     warm = {"alpha": None}
+    kernel = solver_kernel(kernel, backend, device)
+    for Xc, _, _ in problems:
+        resident(kernel, Xc)  # once per distinct array (one-vs-rest problems share it)
 
     def fun(Z):
         value, grad, sols = _shared_value_grad(problems, Z, kernel, C, warm["alpha"],

@@ -46,6 +46,7 @@ import numpy as np
 from scipy.optimize import minimize
 from sklearn.utils import check_random_state
 
+from .backend import resident, solver_kernel, take
 from .expansion import KernelExpansion
 from .kernels import Kernel, Linear, Polynomial, Sigmoid
 from .utils.validation import check_array, check_scalar
@@ -264,9 +265,10 @@ def _fixed_point_run(kernel, X, G, Z, max_iter, tol, rng):
     converged = np.zeros(m, dtype=bool)
     active = np.arange(m)
     x_sq = np.einsum("ij,ij->i", X, X)
+    resident(kernel, x_sq)
     for it in range(1, max_iter + 1):
         Za = Z[active]
-        Ga = np.ascontiguousarray(G[:, active])
+        Ga = take(kernel, G, active, axis=1)
         # eq. 10/48: denominator sum_i gamma_i k'(.), numerator sum_i gamma_i k'(.) x_i
         den, num, mag = kernel.weighted_sums(X, Za, Ga, derivative=True, moment=True,
                                              absolute=True, X_sqnorms=x_sq, check_input=False)
@@ -290,7 +292,7 @@ def _fixed_point_run(kernel, X, G, Z, max_iter, tol, rng):
 
 
 def fixed_point(expansion, z0=None, *, n_init=5, max_iter=200, tol=1e-8, X_init=None,
-                random_state=None, norm2=None):
+                random_state=None, norm2=None, backend=None, device=None):
     """Pre-image by the fixed-point iteration of eq. 10/48 (radial kernels).
 
     For a radial kernel ``k(x, z) = k(||x - z||^2)``, ``k(z, z)`` is constant and
@@ -327,6 +329,13 @@ def fixed_point(expansion, z0=None, *, n_init=5, max_iter=200, tol=1e-8, X_init=
         ``||Psi||^2`` per output when the caller already knows it (e.g. RS
         construction, whose residual norm is its objective); saves the one
         ``O(n_terms^2 d)`` kernel product of the reported objective.
+    backend : {"numpy", "torch"} or None, default=None
+        Engine of the kernel sums; ``None``: :func:`sparsekm.config.get_config`
+        (RS construction passes its own :class:`~sparsekm.backend.DeviceKernel`).
+        With ``"torch"`` the expansion's vectors are put on ``device`` once and
+        every iteration's kernel sums run there (:func:`sparsekm.backend.solver_kernel`).
+    device : str or None, default=None
+        torch device (``None``: the configured one, else CUDA when available).
 
     Returns
     -------
@@ -364,6 +373,9 @@ def fixed_point(expansion, z0=None, *, n_init=5, max_iter=200, tol=1e-8, X_init=
             f"fixed_point needs a radial kernel k(||x - z||^2) (RBF, InverseMultiquadric); got "
             f"{kernel!r}. Use gradient() or exact_dot_product() for this kernel."
         )
+    kernel = solver_kernel(kernel, backend, device)
+    resident(kernel, X)  # the expansion's vectors go to the device once
+    resident(kernel, G)  # and their (n_terms, n_outputs) coefficients
     rng = check_random_state(random_state)
     norm2 = _norm2(kernel, X, G, norm2, owner)
     best = None
@@ -432,7 +444,7 @@ def _gradient_run(kernel, X, G, Z0, norm2, max_iter, tol):
 
 
 def gradient(expansion, z0=None, *, n_init=5, max_iter=200, tol=1e-8, X_init=None,
-             random_state=None, norm2=None):
+             random_state=None, norm2=None, backend=None, device=None):
     """Pre-image by L-BFGS on the projection objective (eq. 45/46), any kernel.
 
     Maximises ``(Psi . Phi(z))^2 / k(z, z)`` (eq. 46), i.e. minimises
@@ -446,7 +458,7 @@ def gradient(expansion, z0=None, *, n_init=5, max_iter=200, tol=1e-8, X_init=Non
     expansion : KernelExpansion
         ``Psi`` with a radial or dot-product kernel (RBF, inverse multiquadric,
         polynomial, sigmoid, linear).
-    z0, n_init, max_iter, tol, X_init, random_state, norm2
+    z0, n_init, max_iter, tol, X_init, random_state, norm2, backend, device
         As in :func:`fixed_point`; ``max_iter`` bounds the L-BFGS iterations per
         start and ``tol`` is its gradient tolerance (``gtol``).
 
@@ -475,6 +487,9 @@ def gradient(expansion, z0=None, *, n_init=5, max_iter=200, tol=1e-8, X_init=Non
         raise ValueError(
             f"gradient needs a radial or dot-product kernel; got {kernel!r}."
         )
+    kernel = solver_kernel(kernel, backend, device)
+    resident(kernel, X)  # the expansion's vectors go to the device once
+    resident(kernel, G)  # and their (n_terms, n_outputs) coefficients
     rng = check_random_state(random_state)
     norm2 = _norm2(kernel, X, G, norm2, owner)
     best = None

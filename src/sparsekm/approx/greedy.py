@@ -30,6 +30,7 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
+from ..backend import resident, solver_kernel
 from ..kernels import Kernel, estimator_kernel, resolve_kernel
 from ..parallel import dask_rowwise, is_dask_array
 from ..persistence import register, spec
@@ -55,7 +56,11 @@ def pivoted_cholesky(X, kernel, n_new, *, tol=0.0, first=None, factor=None, resi
     ----------
     X : ndarray of shape (n_samples, n_features)
         Points to approximate (already validated).
-    kernel : Kernel
+    kernel : Kernel or DeviceKernel
+        A :class:`~sparsekm.backend.DeviceKernel` (:func:`~sparsekm.backend.solver_kernel`)
+        computes ``k(x, x)``, the row norms and each pivot's kernel column on its
+        device from one (:func:`~sparsekm.backend.resident`) copy of ``X``; only the
+        column (``n_samples`` values per pivot) comes back to the factor update.
     n_new : int
         Maximum number of pivots to add.
     tol : float, default=0.0
@@ -188,7 +193,7 @@ def pivoted_cholesky(X, kernel, n_new, *, tol=0.0, first=None, factor=None, resi
 
 
 def greedy_basis(X, kernel, n_basis, *, tol=1e-3, init="random", pivoting="greedy",
-                 random_state=None):
+                 random_state=None, backend=None, device=None):
     """Functional form of :class:`GreedyBasis` (Algorithm 1 of Franc & Hlaváč).
 
     Parameters
@@ -205,6 +210,11 @@ def greedy_basis(X, kernel, n_basis, *, tol=1e-3, init="random", pivoting="greed
     pivoting : {"greedy", "random"}, default="greedy"
         See :class:`GreedyBasis`.
     random_state : int, RandomState instance or None
+    backend : {"numpy", "torch"} or None, default=None
+        Engine of the kernel evaluations (``None``: :func:`sparsekm.config.get_config`);
+        with ``"torch"``, ``X`` goes to ``device`` once (see :func:`pivoted_cholesky`).
+    device : str or None, default=None
+        torch device (``None``: the configured one, else CUDA when available).
 
     Returns
     -------
@@ -218,6 +228,8 @@ def greedy_basis(X, kernel, n_basis, *, tol=1e-3, init="random", pivoting="greed
     if not isinstance(kernel, Kernel):
         raise TypeError(f"kernel must be a sparsekm.kernels.Kernel; got {type(kernel).__name__}.")
     kernel = _checked_kernel(kernel, X, "greedy_basis")  # se(x) >= 0 needs a PSD kernel
+    kernel = solver_kernel(kernel, backend, device)
+    resident(kernel, X)
     rng = check_random_state(random_state)
     first = _first_pivot(kernel, X, init, rng)
     piv, L, se, _ = pivoted_cholesky(X, kernel, n_basis, tol=tol, first=first,
@@ -274,6 +286,13 @@ class GreedyBasis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         *largest* one.
     random_state : int, RandomState instance or None, default=None
         Used by ``init="random"`` and ``pivoting="random"``.
+    backend : {"numpy", "torch"} or None, default=None
+        Engine of the kernel evaluations of :meth:`fit` and :meth:`partial_fit`;
+        ``None``: :func:`sparsekm.config.get_config` ``["backend"]``. With
+        ``"torch"`` the training data goes to the configured device
+        (``config["device"]``; ``None``: CUDA when available, else CPU) once per
+        fit, and each pivot's kernel column (``n_samples`` values) comes back for
+        the Cholesky update on the CPU. The fitted attributes are numpy arrays.
 
     Attributes
     ----------
@@ -348,7 +367,7 @@ class GreedyBasis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
 
     def __init__(self, n_basis=100, tol=1e-3, kernel=None, init="random", pivoting="greedy",
                  random_state=None,
-                 gamma="scale", degree=3, coef0=0.0):
+                 gamma="scale", degree=3, coef0=0.0, backend=None):
         self.n_basis = n_basis
         self.tol = tol
         self.kernel = kernel
@@ -358,6 +377,7 @@ class GreedyBasis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         self.init = init
         self.pivoting = pivoting
         self.random_state = random_state
+        self.backend = backend
 
     # -- fitting -------------------------------------------------------------------
     def _validate_params(self):
@@ -431,8 +451,10 @@ class GreedyBasis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         X = validate_X(self, X)
         self.kernel_ = _checked_kernel(self, X)
         rng = check_random_state(self.random_state)
-        first = _first_pivot(self.kernel_, X, self.init, rng)
-        piv, L, se, n_eval = pivoted_cholesky(X, self.kernel_, self.n_basis, tol=self.tol,
+        engine = solver_kernel(self.kernel_, self.backend)
+        resident(engine, X)
+        first = _first_pivot(engine, X, self.init, rng)
+        piv, L, se, n_eval = pivoted_cholesky(X, engine, self.n_basis, tol=self.tol,
                                               first=first, pivoting=self.pivoting,
                                               random_state=rng)
         self._rng = rng  # partial_fit continues the same random stream
@@ -472,7 +494,9 @@ class GreedyBasis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         rng = getattr(self, "_rng", None)
         if rng is None:
             rng = self._rng = check_random_state(self.random_state)
-        piv, L, se, n_eval = pivoted_cholesky(X, self.kernel_, budget, tol=self.tol,
+        engine = solver_kernel(self.kernel_, self.backend)
+        resident(engine, X)
+        piv, L, se, n_eval = pivoted_cholesky(X, engine, budget, tol=self.tol,
                                               factor=G0, residuals=se0,
                                               pivoting=self.pivoting, random_state=rng)
         if len(piv):

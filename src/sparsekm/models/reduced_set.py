@@ -49,7 +49,7 @@ class _ReducedSetBase(BaseEstimator):
             expansion, self.n_vectors, method=self.method, shared=self.shared, c=self.c,
             lam=self.lam, n_init=self.n_init, max_iter=self.max_iter,
             refine_max_iter=self.refine_max_iter, n_sweeps=self.n_sweeps, step=self.step,
-            random_state=self.random_state, n_jobs=n_jobs)
+            random_state=self.random_state, n_jobs=n_jobs, backend=self.backend)
 
     def _fitted_model(self, X, y, est):
         """``est`` itself when fitted (never re-fitted or modified), else a fitted clone."""
@@ -146,6 +146,13 @@ class ReducedSetClassifier(ClassifierMixin, _ReducedSetBase):
         jobs (``None``: one, unless inside a ``joblib.parallel_backend`` context;
         ``-1``: all cores; ``joblib.parallel_backend("dask")`` runs them on a
         ``dask.distributed`` cluster). The result does not depend on ``n_jobs``.
+    backend : {"numpy", "torch"} or None, default=None
+        Engine of the construction's kernel sums (``method="construct"`` and
+        ``"construct+refine"``); ``None``: :func:`sparsekm.config.get_config`
+        ``["backend"]``. With ``"torch"`` the SVM's support vectors go to the
+        configured device (``config["device"]``; ``None``: CUDA when available, else
+        CPU) once per reduction (see :func:`~sparsekm.reduced_set.construct`). The
+        reduced machine holds numpy arrays.
 
     Attributes
     ----------
@@ -217,7 +224,8 @@ class ReducedSetClassifier(ClassifierMixin, _ReducedSetBase):
 
     def __init__(self, estimator=None, n_vectors=25, method="construct", shared="auto",
                  refit_intercept=True, c="inverse", lam=None, n_init=5, max_iter=200,
-                 refine_max_iter=300, n_sweeps=0, step="one-term", random_state=None, n_jobs=None):
+                 refine_max_iter=300, n_sweeps=0, step="one-term", random_state=None, n_jobs=None,
+                 backend=None):
         self.estimator = estimator
         self.n_vectors = n_vectors
         self.method = method
@@ -232,6 +240,7 @@ class ReducedSetClassifier(ClassifierMixin, _ReducedSetBase):
         self.step = step
         self.random_state = random_state
         self.n_jobs = n_jobs
+        self.backend = backend
 
     def fit(self, X, y):
         """Fit (only if unfitted) the SVM, reduce its expansion and re-fit the thresholds.
@@ -291,7 +300,7 @@ class ReducedSetClassifier(ClassifierMixin, _ReducedSetBase):
             expansion, self.n_vectors, method=self.method, shared=shared, c=self.c,
             lam=self.lam, n_init=self.n_init, max_iter=self.max_iter,
             refine_max_iter=self.refine_max_iter, n_sweeps=self.n_sweeps, step=self.step,
-            random_state=self.random_state, n_jobs=self.n_jobs)
+            random_state=self.random_state, n_jobs=self.n_jobs, backend=self.backend)
         reduced = res.expansion
         if self.refit_intercept:
             reduced = self._refit_thresholds(reduced, X, y)
@@ -387,7 +396,7 @@ class ReducedSetRegressor(RegressorMixin, _ReducedSetBase):
             default="construct"
     refit_intercept : bool, default=True
         Re-compute the intercept as the mean training residual (least squares).
-    c, lam, n_init, max_iter, refine_max_iter, n_sweeps, step, random_state
+    c, lam, n_init, max_iter, refine_max_iter, n_sweeps, step, random_state, backend
         As in :class:`ReducedSetClassifier`.
 
     Attributes
@@ -421,7 +430,7 @@ class ReducedSetRegressor(RegressorMixin, _ReducedSetBase):
 
     def __init__(self, estimator=None, n_vectors=25, method="construct", refit_intercept=True,
                  c="inverse", lam=None, n_init=5, max_iter=200, refine_max_iter=300,
-                 n_sweeps=0, step="one-term", random_state=None):
+                 n_sweeps=0, step="one-term", random_state=None, backend=None):
         self.estimator = estimator
         self.n_vectors = n_vectors
         self.method = method
@@ -434,6 +443,7 @@ class ReducedSetRegressor(RegressorMixin, _ReducedSetBase):
         self.n_sweeps = n_sweeps
         self.step = step
         self.random_state = random_state
+        self.backend = backend
 
     shared = False
 

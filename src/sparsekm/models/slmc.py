@@ -32,6 +32,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from .. import direct
+from ..backend import resident, solver_kernel
 from ..expansion import KernelExpansion
 from ..kernels import estimator_kernel
 from ..parallel import dask_rowwise, parallel_map
@@ -291,6 +292,13 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
         ``n_vectors`` kernel evaluations for all classes together. ``init="kmeans"``
         (the paper's choice) clusters all training points; a shared reduced set
         (``construct(..., shared=True).expansion.vectors``) can be passed as ``init``.
+    backend : {"numpy", "torch"} or None, default=None
+        Engine of the kernel sums during ``fit`` (:func:`sparsekm.direct.slmc_optimize`);
+        ``None``: :func:`sparsekm.config.get_config` ``["backend"]``. With ``"torch"``
+        the training data goes to the configured device (``config["device"]``;
+        ``None``: CUDA when available, else CPU) once per binary problem, and
+        only ``K^{zx}``, ``K^z`` and the ``N_z x d`` gradients come back to the
+        CPU-side SVM and L-BFGS. The fitted expansion holds numpy arrays.
 
     Attributes
     ----------
@@ -335,7 +343,7 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
 
     def __init__(self, n_vectors=10, C=1.0, kernel=None, init="random", max_iter=100, tol=1e-6,
                  random_state=None, verbose=False, n_jobs=None,
-                 gamma="scale", degree=3, coef0=0.0, shared=False):
+                 gamma="scale", degree=3, coef0=0.0, shared=False, backend=None):
         self.n_vectors = n_vectors
         self.C = C
         self.kernel = kernel
@@ -349,6 +357,7 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
         self.verbose = verbose
         self.n_jobs = n_jobs
         self.shared = shared
+        self.backend = backend
 
     def fit(self, X, y):
         """Fit the classifier.
@@ -386,14 +395,16 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
             bar.update(1)
             bar.set_postfix(W=f"{W:.6g}")
 
-        res = direct.slmc_shared_optimize(problems, Z0, kernel, float(self.C), max_iter=max_iter,
+        engine = solver_kernel(kernel, self.backend)
+        resident(engine, Xu)
+        res = direct.slmc_shared_optimize(problems, Z0, engine, float(self.C), max_iter=max_iter,
                                           tol=tol, callback=callback)
         bar.close()
         # final coefficients at the optimised Z, each problem solved to a tight tolerance
         infos, betas, bs = [], [], []
-        Kzx = kernel(res.Z, Xu)
+        Kzx = engine(res.Z, Xu)
         for (Xc, yc, wc), warm in zip(problems, res.solution, strict=True):
-            sol = direct.fixed_z_svm(Xc, yc, res.Z, kernel, float(self.C), tol=1e-6,
+            sol = direct.fixed_z_svm(Xc, yc, res.Z, engine, float(self.C), tol=1e-6,
                                      on_singular="pinv", Kzx=Kzx, warm_start=warm.alpha,
                                      sample_weight=wc)
             betas.append(sol.beta)
@@ -419,12 +430,15 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
             bar.update(1)
             bar.set_postfix(W=f"{W:.6g}")
 
-        res = direct.slmc_optimize(X, y, Z0, kernel, float(self.C), max_iter=max_iter, tol=tol,
+        # one engine for the optimisation and the final solve: X goes to a torch device
+        # once (aggregate_duplicates returns X itself when it has no duplicates)
+        engine = solver_kernel(kernel, self.backend)
+        res = direct.slmc_optimize(X, y, Z0, engine, float(self.C), max_iter=max_iter, tol=tol,
                                    callback=callback)
         bar.close()
         # final coefficients at the optimised Z, solved to a tight tolerance
         Xu, yu, counts = direct.aggregate_duplicates(X, y)
-        sol = direct.fixed_z_svm(Xu, yu, res.Z, kernel, float(self.C), tol=1e-6,
+        sol = direct.fixed_z_svm(Xu, yu, res.Z, engine, float(self.C), tol=1e-6,
                                  on_singular="pinv", warm_start=res.solution.alpha,
                                  sample_weight=counts)
         info = {"W": sol.W, "gap": sol.gap, "history": np.array(res.W_history),

@@ -26,6 +26,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import optimize
 
+from ..backend import DeviceKernel, resident
+
 __all__ = ["one_term_shared", "shared_score"]
 
 
@@ -43,11 +45,13 @@ def shared_score(kernel, Y, G, Z):
 
 def _fixed_point_radial(kernel, Y, G, Z, max_iter, tol, rng):
     y_sq = np.einsum("ij,ij->i", Y, Y)
+    resident(kernel, y_sq)
+    G_k = resident(kernel, G)  # the weights are formed where the kernel block lives
 
     def weights(K):
         # c_j of eq. 19, one column per start: sum_k G_jk (Psi^k . Phi(z)), with the
         # projections Psi^k . Phi(z) = (G^T K)_k
-        return G @ (G.T @ K)
+        return G_k @ (G_k.T @ K)
 
     n_iter = 0
     for n_iter in range(1, max_iter + 1):  # noqa: B007
@@ -101,6 +105,8 @@ def one_term_shared(kernel, Y, G, Z0, *, max_iter=200, tol=1e-6, random_state=No
         Their coefficients (eq. 76: ``alpha`` followed by ``-beta``).
     Z0 : ndarray of shape (n_init, n_features)
         Starting points; every one is iterated and the best result returned.
+        With a :class:`~sparsekm.backend.DeviceKernel` as ``kernel`` every kernel sum
+        runs on its device, ``Y`` converted once (:func:`~sparsekm.backend.resident`).
     max_iter : int
     tol : float
         Radial kernels: stop when no coordinate moves by more than ``tol``.
@@ -118,6 +124,7 @@ def one_term_shared(kernel, Y, G, Z0, *, max_iter=200, tol=1e-6, random_state=No
     Y = np.asarray(Y, dtype=np.float64)
     G = np.asarray(G, dtype=np.float64)
     Z0 = np.atleast_2d(np.asarray(Z0, dtype=np.float64))
+    resident(kernel, Y)
     rng = random_state if random_state is not None else np.random.default_rng(0)
     if kernel.is_radial:
         Z, n_iter = _fixed_point_radial(kernel, Y, G, Z0.copy(), max_iter, tol, rng)
@@ -130,7 +137,7 @@ def one_term_shared(kernel, Y, G, Z0, *, max_iter=200, tol=1e-6, random_state=No
 
 
 def one_term_gaussian(gamma, Y, G, Z0, *, max_iter=200, tol=1e-7, prune=True,
-                      random_state=None, Y_sqnorms=None, float32=False):
+                      random_state=None, Y_sqnorms=None, float32=False, kernel=None):
     """Batched fixed-point iteration of eq. 19 for the Gaussian kernel, stopped on ``S``.
 
     The iteration of :func:`one_term_shared` specialised to ``k = exp(-gamma r2)``.
@@ -172,6 +179,12 @@ def one_term_gaussian(gamma, Y, G, Z0, *, max_iter=200, tol=1e-7, prune=True,
         cross products ``Y Z^T`` and the moments ``M^T Y``) in single precision on
         data centred at the mean of ``Y``; norms, kernel values, ``S`` and the final
         scoring of the end points stay in double precision.
+    kernel : DeviceKernel, optional
+        The caller's bound kernel (:func:`~sparsekm.backend.solver_kernel`): the
+        ``(N, n_starts)`` blocks, both GEMMs and the final scoring run on its device,
+        with ``Y`` converted once (:func:`~sparsekm.backend.resident`); only ``S``,
+        the moments ``T`` (``n_starts x n_features``) and the start points travel.
+        The float32 GEMMs round differently in torch and in numpy's BLAS.
 
     Returns
     -------
@@ -189,6 +202,9 @@ def one_term_gaussian(gamma, Y, G, Z0, *, max_iter=200, tol=1e-7, prune=True,
     G = np.asarray(G, dtype=np.float64)
     Z0 = np.array(np.atleast_2d(Z0), dtype=np.float64)
     Zc = Z0.copy()
+    if isinstance(kernel, DeviceKernel):
+        return _one_term_gaussian_device(kernel, gamma, Y, G, Z0, Zc, max_iter, tol, prune,
+                                         rng, float32)
     y_sq = np.einsum("ij,ij->i", Y, Y) if Y_sqnorms is None else Y_sqnorms
     if float32:
         centre = Y.mean(axis=0)
@@ -199,7 +215,7 @@ def one_term_gaussian(gamma, Y, G, Z0, *, max_iter=200, tol=1e-7, prune=True,
     n_starts = Zc.shape[0]
     S_old = np.full(n_starts, -np.inf)
     active = np.ones(n_starts, dtype=bool)
-    best_done = -np.inf
+    best_box = [-np.inf]  # the best S of a converged start
     n_iter = 0
     for n_iter in range(1, max_iter + 1):  # noqa: B007
         idx = np.flatnonzero(active)
@@ -229,24 +245,95 @@ def one_term_gaussian(gamma, Y, G, Z0, *, max_iter=200, tol=1e-7, prune=True,
             T = M.T @ Y
         Fa = absG.T @ K
         bad = ~(S > 1e-24 * np.einsum("kb,kb->b", Fa, Fa))
-        done = ~bad & (np.abs(S - S_old[idx]) <= tol * S)
-        S_old[idx] = S
-        # a start that converged stays where it is (its S was measured there)
-        move = ~done
-        Zc[idx[move]] = T[move] / np.where(bad, 1.0, S)[move, None]
-        if bad.any():
-            b = idx[bad]
-            Zc[b] = Y[rng.integers(Y.shape[0], size=b.size)]
-            S_old[b] = -np.inf
-        active[idx[done]] = False
-        if done.any():
-            best_done = max(best_done, float(S[done].max()))
-        if prune and np.isfinite(best_done):
-            active &= ~(S_old < best_done)
-        if not active.any():
+        if _gaussian_update(Zc, Y, idx, S, T, bad, S_old, active, tol, prune, rng,
+                            best_box):
             break
     cand = np.vstack([Zc, Z0])
     scores = shared_score_gaussian(gamma, Y, G, cand, y_sq)
+    best = int(np.argmax(scores))
+    return cand[best], float(scores[best]), n_iter, Zc
+
+
+def _gaussian_update(Zc, Y, idx, S, T, bad, S_old, active, tol, prune, rng, best_box):
+    """The bookkeeping of one iteration of :func:`one_term_gaussian` (in place).
+
+    Moves the active starts to ``T / S`` (eq. 19), restarts the undefined ones,
+    retires the converged (and, with ``prune``, the overtaken) ones. Returns True
+    when no start is active any more.
+    """
+    done = ~bad & (np.abs(S - S_old[idx]) <= tol * S)
+    S_old[idx] = S
+    # a start that converged stays where it is (its S was measured there)
+    move = ~done
+    Zc[idx[move]] = T[move] / np.where(bad, 1.0, S)[move, None]
+    if bad.any():
+        b = idx[bad]
+        Zc[b] = Y[rng.integers(Y.shape[0], size=b.size)]
+        S_old[b] = -np.inf
+    active[idx[done]] = False
+    if done.any():
+        best_box[0] = max(best_box[0], float(S[done].max()))
+    if prune and np.isfinite(best_box[0]):
+        active &= ~(S_old < best_box[0])
+    return not active.any()
+
+
+def _one_term_gaussian_device(kernel, gamma, Y, G, Z0, Zc, max_iter, tol, prune, rng,
+                              float32):
+    """:func:`one_term_gaussian` with the ``(N, n_starts)`` work on ``kernel``'s device."""
+    xp = kernel.xp
+    torch = xp.torch
+    Yd = resident(kernel, Y)
+    Gd = resident(kernel, G)
+    y_sq = xp.sqnorms(Yd)
+    absG = torch.abs(Gd)
+    if float32:
+        centre = Yd.mean(dim=0)
+        Yc = Yd - centre
+        yc_sq = xp.sqnorms(Yc)
+        Y32 = Yc.to(torch.float32)
+    n_starts = Zc.shape[0]
+    S_old = np.full(n_starts, -np.inf)
+    active = np.ones(n_starts, dtype=bool)
+    best_box = [-np.inf]
+    n_iter = 0
+    for n_iter in range(1, max_iter + 1):  # noqa: B007
+        idx = np.flatnonzero(active)
+        Z = xp.asarray(Zc[idx])
+        if float32:
+            Zs = Z - centre
+            D = (Y32 @ Zs.to(torch.float32).T).to(torch.float64)
+            D *= -2.0
+            D += yc_sq[:, None]
+            D += xp.sqnorms(Zs)[None, :]
+        else:
+            D = Yd @ Z.T
+            D *= -2.0
+            D += y_sq[:, None]
+            D += xp.sqnorms(Z)[None, :]
+        D.clamp_(min=0.0)
+        D *= -gamma
+        K = torch.exp_(D)
+        F = Gd.T @ K
+        S = torch.einsum("kb,kb->b", F, F)
+        M = Gd @ F
+        M *= K
+        if float32:
+            T = (M.T.to(torch.float32) @ Y32).to(torch.float64)
+            T += torch.outer(M.sum(dim=0), centre)
+        else:
+            T = M.T @ Yd
+        Fa = absG.T @ K
+        S, T = xp.to_numpy(S), xp.to_numpy(T)
+        bad = ~(S > 1e-24 * xp.to_numpy(torch.einsum("kb,kb->b", Fa, Fa)))
+        if _gaussian_update(Zc, Y, idx, S, T, bad, S_old, active, tol, prune, rng,
+                            best_box):
+            break
+    cand = np.vstack([Zc, Z0])
+    C = xp.asarray(cand)
+    D = y_sq[:, None] - 2.0 * (Yd @ C.T) + xp.sqnorms(C)[None, :]
+    F = Gd.T @ torch.exp(-gamma * D.clamp(min=0.0))
+    scores = xp.to_numpy(torch.einsum("kb,kb->b", F, F))
     best = int(np.argmax(scores))
     return cand[best], float(scores[best]), n_iter, Zc
 

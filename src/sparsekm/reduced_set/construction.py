@@ -15,6 +15,7 @@ from scipy import linalg, optimize
 from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
+from ..backend import DeviceKernel, checkpoint, release, resident, solver_kernel, take
 from ..expansion import KernelExpansion
 from ..kernels import RBF
 from ..preimage import fixed_point, gradient
@@ -68,13 +69,26 @@ def _one_term_single(kernel, Y, g, starts, max_iter, tol, rng, norm2=None):
     Also returns every start's end point (candidates for the orthogonal step).
     """
     n_starts = starts.shape[0]
-    psi = KernelExpansion(Y, np.repeat(g[:, None], n_starts, axis=1), kernel)
+    psi = KernelExpansion(Y, np.repeat(g[:, None], n_starts, axis=1), _base(kernel))
+    mark = checkpoint(kernel)
+    resident(kernel, psi.vectors, parts=(Y,))  # a copy of Y: the same device copy
     solver = fixed_point if kernel.is_radial else gradient
     seed = int(rng.integers(2**31 - 1))
     res = solver(psi, z0=starts, n_init=1, max_iter=max_iter, tol=tol, random_state=seed,
-                 norm2=norm2)
+                 norm2=norm2, backend=_engine(kernel))
+    release(kernel, mark)
     best = int(np.argmin(res.objective))
     return res.z[best], float(res.objective[best]), int(np.max(res.n_iter)), np.asarray(res.z)
+
+
+def _base(kernel):
+    """The :class:`~sparsekm.kernels.Kernel` behind a (possibly device-bound) kernel."""
+    return kernel.kernel if isinstance(kernel, DeviceKernel) else kernel
+
+
+def _engine(kernel):
+    """The ``backend`` argument that hands the solver's engine on to an inner solver."""
+    return kernel if isinstance(kernel, DeviceKernel) else "numpy"
 
 
 def _orthogonal_gain(kernel, Y, G, Zo, chol, Zc):
@@ -161,7 +175,7 @@ def _construct_block(kernel, X, A, n_vectors, *, n_init, max_iter, tol_step, tol
     cand_idx = (np.arange(N) if N <= _MAX_CANDIDATES
                 else np.sort(rng.choice(N, _MAX_CANDIDATES, replace=False)))
     P_x = Kxx[cand_idx] @ A  # (Psi . Phi(x_i)) for candidate starts, updated below
-    kdiag = np.maximum(kernel.diag(X[cand_idx]), 1e-300)
+    kdiag = np.maximum(kernel.diag(take(kernel, X, cand_idx)), 1e-300)
     Z = np.empty((0, d))
     B = np.empty((0, n_out))
     Kz = np.empty((0, 0))
@@ -169,11 +183,13 @@ def _construct_block(kernel, X, A, n_vectors, *, n_init, max_iter, tol_step, tol
     Kcz = np.empty((cand_idx.size, 0))  # K(X[cand_idx], Z), grown one column per vector
     path = []
     n_iter_total = 0
-    fast = _FAST_GAUSSIAN and type(kernel) is RBF
+    fast = _FAST_GAUSSIAN and type(_base(kernel)) is RBF
 
     def one_term(Zo, Bo, Kzo, Kco, extra=None):
         """Best z for the residual Psi - sum_j Bo_j Phi(Zo_j) (eq. 76-77), n_iter."""
+        mark = checkpoint(kernel)
         Y = np.vstack([X, Zo])
+        resident(kernel, Y, parts=(X, Zo))  # on a device: [X; Zo] from X's device copy
         Gm = np.vstack([A, -Bo])
         resid_x = P_x - Kco @ Bo if Zo.shape[0] else P_x
         score_x = np.einsum("ij,ij->i", resid_x, resid_x) / kdiag
@@ -191,7 +207,7 @@ def _construct_block(kernel, X, A, n_vectors, *, n_init, max_iter, tol_step, tol
         if fast:
             z, _, n_it, ends = one_term_gaussian(kernel.gamma, Y, Gm, starts, max_iter=max_iter,
                                                  tol=_OBJ_TOL, prune=_PRUNE, float32=_FLOAT32,
-                                                 random_state=rng)
+                                                 random_state=rng, kernel=kernel)
         elif n_out == 1:
             # ||Psi_m||^2 = A'KA - 2 Bo'K(Zo, X)A + Bo'K^z Bo: O(|Zo| N d), not O(N^2 d).
             r2 = norm2[0]
@@ -209,6 +225,7 @@ def _construct_block(kernel, X, A, n_vectors, *, n_init, max_iter, tol_step, tol
             pool = [z[None, :], ends] + ([extra[None, :]] if extra is not None else [])
             z, n_pol = _orthogonal_step(kernel, Y, Gm, Zo, Kzo, np.vstack(pool))
             n_it += n_pol
+        release(kernel, mark)  # this step's [X; Zo] and the inner solver's operands
         return z, n_it
 
     def objective(Kz_, C_, B_):
@@ -289,7 +306,7 @@ def phase2_objective(kernel, X, A, Z, B, norm2):
     grad_B : ndarray of shape (n_vectors, n_outputs)
     """
     Kz = kernel(Z)
-    if type(kernel) is RBF:
+    if type(_base(kernel)) is RBF:
         # One kernel block K(X, Z) serves both K^{zx} A and the gradient: with
         # grad_z k(x, z) = -2 gamma k(x, z) (z - x), sum_i W_iu grad k(x_i, z_u) =
         # -2 gamma [(sum_i M_iu) z_u - (M^T X)_u], M = W o K (two GEMMs instead of three).
@@ -353,7 +370,7 @@ def _assemble(expansion, blocks):
 
 def construct(expansion, n_vectors, *, shared=None, refine=False, tol=0.0, n_init=5,
               max_iter=200, refine_max_iter=300, n_sweeps=0, step="one-term",
-              random_state=None, progress=False):
+              random_state=None, progress=False, backend=None, device=None):
     """Reduced-set construction by iterated one-term approximations (phase 1 + 2).
 
     Parameters
@@ -404,6 +421,14 @@ def construct(expansion, n_vectors, *, shared=None, refine=False, tol=0.0, n_ini
     random_state : int, Generator or None
     progress : bool, default=False
         Show a progress bar.
+    backend : {"numpy", "torch"} or None, default=None
+        Engine of the kernel sums; ``None``: :func:`sparsekm.config.get_config`.
+        With ``"torch"`` the expansion's vectors ``X`` are converted to a tensor on
+        ``device`` once; every kernel sum of phase 1 and 2 (the one-term iterations
+        of eq. 19 included) runs there, and only the small results (``K^z``,
+        ``K^{zx} A``, the one-term moments, L-BFGS gradients) come back.
+    device : str or None, default=None
+        torch device (``None``: the configured one, else CUDA when available).
 
     Returns
     -------
@@ -444,6 +469,7 @@ def construct(expansion, n_vectors, *, shared=None, refine=False, tol=0.0, n_ini
         raise ValueError(f"shared must be True, False or None; got {shared!r}.")
     kernel = expansion.kernel
     _check_psd(kernel, "construct")
+    kernel = solver_kernel(kernel, backend, device)
     rng = check_random_state(random_state)
     rng = np.random.default_rng(rng.randint(2**31 - 1))
     X = np.asarray(expansion.vectors, dtype=np.float64)
@@ -469,6 +495,7 @@ def _construct(expansion, kernel, X, A_all, n_vectors, shared, refine, tol, n_in
     multi = expansion.is_multioutput
     groups = [np.arange(n_out)] if (shared or n_out == 1) else [[k] for k in range(n_out)]
     blocks, paths, phase1, norms, n_iter, sweep_paths = [], [], [], [], 0, []
+    terms = []  # each group's own terms (X_g, A_g), for the final objective
     # One independent stream per output: output k's vectors do not depend on how many
     # steps the other outputs took, so the first m vectors of an N_z-vector run are
     # exactly the m-vector run (prefixes are valid smaller reduced sets).
@@ -478,6 +505,9 @@ def _construct(expansion, kernel, X, A_all, n_vectors, shared, refine, tol, n_in
         A = A_all[:, grp]
         rows = np.flatnonzero(np.any(A != 0, axis=1))
         Xg, Ag = X[rows], A[rows]
+        resident(kernel, Xg)  # once per output group: every kernel sum below reuses it
+        resident(kernel, Ag)
+        terms.append((Xg, Ag))
         if rows.size == 0 or (n_vectors >= rows.size and len(grp) == 1):
             # Exact copy of this output's own terms (none when Psi = 0).
             blocks.append((Xg, Ag))
@@ -504,19 +534,16 @@ def _construct(expansion, kernel, X, A_all, n_vectors, shared, refine, tol, n_in
 
     if len(groups) == 1:
         Z, B = blocks[0]
-        out = KernelExpansion(Z, B if multi else B[:, 0], kernel, expansion.intercept)
-        obj = _objective(kernel, X[np.any(A_all != 0, axis=1)], A_all[np.any(A_all != 0, axis=1)],
-                         Z, B, norms[0])
+        out = KernelExpansion(Z, B if multi else B[:, 0], _base(kernel), expansion.intercept)
+        obj = _objective(kernel, *terms[0], Z, B, norms[0])
         path = paths[0] if multi else paths[0][:, 0]
         ph1 = phase1[0] if multi else float(phase1[0][0])
         norm2 = norms[0] if multi else float(norms[0][0])
         obj = obj if multi else float(obj[0])
     else:
         out = _assemble(expansion, [(Z, B[:, 0]) for Z, B in blocks])
-        obj = np.concatenate([
-            _objective(kernel, X[np.any(A_all[:, [k]] != 0, axis=1)],
-                       A_all[np.any(A_all[:, [k]] != 0, axis=1)][:, [k]], Z, B, norms[k])
-            for k, (Z, B) in enumerate(blocks)])
+        obj = np.concatenate([_objective(kernel, *terms[k], Z, B, norms[k])
+                              for k, (Z, B) in enumerate(blocks)])
         L = max(p.shape[0] for p in paths)
         path = np.column_stack([
             np.concatenate([p[:, 0], np.full(L - p.shape[0], p[-1, 0])]) for p in paths])

@@ -39,7 +39,7 @@ def _l1_multi_for_size(expansion, n_vectors, c):
 
 
 def _reduce_single(expansion, n_vectors, method, c, lam, n_init, max_iter, refine_max_iter,
-                   n_sweeps, random_state, step="one-term"):
+                   n_sweeps, random_state, step="one-term", backend=None, device=None):
     """One single-output expansion, restricted to its own (non-zero, distinct) terms."""
     e = expansion.compress()
     if e.n_terms == 0:  # Psi = 0 (e.g. cancelling duplicates): exact with no vector
@@ -47,8 +47,8 @@ def _reduce_single(expansion, n_vectors, method, c, lam, n_init, max_iter, refin
     if method in ("construct", "construct+refine"):
         return construct(e, n_vectors, refine=method == "construct+refine", n_init=n_init,
                          max_iter=max_iter, refine_max_iter=refine_max_iter, n_sweeps=n_sweeps,
-                         step=step,
-                         random_state=random_state)
+                         step=step, random_state=random_state, backend=backend,
+                         device=device)
     if method == "select-kpca":
         return select_kpca(e, n_vectors)
     if method == "select-backward":
@@ -60,7 +60,7 @@ def _reduce_single(expansion, n_vectors, method, c, lam, n_init, max_iter, refin
 
 def reduce_many(expansions, n_vectors, *, method="construct", c="inverse", lam=None, n_init=5,
                 max_iter=200, refine_max_iter=300, n_sweeps=0, step="one-term", random_state=None,
-                n_jobs=None):
+                n_jobs=None, backend=None, device=None):
     """Reduce several independent single-output expansions, in parallel through joblib.
 
     Each expansion is approximated on its own (its zero and repeated terms merged
@@ -80,7 +80,7 @@ def reduce_many(expansions, n_vectors, *, method="construct", c="inverse", lam=N
     n_vectors : int >= 1
         Reduced-set size of each expansion.
     method : {"construct", "construct+refine", "select-kpca", "select-backward", "select-l1"}
-    c, lam, n_init, max_iter, refine_max_iter, n_sweeps, step
+    c, lam, n_init, max_iter, refine_max_iter, n_sweeps, step, backend, device
         As in :func:`reduce_expansion`.
     random_state : int, RandomState instance or None, default=None
         Source of the per-expansion seeds.
@@ -119,7 +119,7 @@ def reduce_many(expansions, n_vectors, *, method="construct", c="inverse", lam=N
                 f"[psi.output(k) for k in range(psi.n_outputs)] (got {e.n_outputs} outputs).")
     seeds = check_random_state(random_state).randint(np.iinfo(np.int32).max, size=len(expansions))
     tasks = [(e if not e.is_multioutput else e.output(0), n_vectors, method, c, lam, n_init,
-              max_iter, refine_max_iter, n_sweeps, int(seed), step)
+              max_iter, refine_max_iter, n_sweeps, int(seed), step, backend, device)
              for e, seed in zip(expansions, seeds, strict=True)]
     return parallel_map(_reduce_single, tasks, n_jobs=n_jobs)
 
@@ -189,7 +189,8 @@ def stack_results(results, kernel=None):
 
 def reduce_expansion(expansion, n_vectors, *, method="construct", shared=False, c="inverse",
                      lam=None, n_init=5, max_iter=200, refine_max_iter=300, n_sweeps=0,
-                     step="one-term", random_state=None, n_jobs=None):
+                     step="one-term", random_state=None, n_jobs=None, backend=None,
+                     device=None):
     """Approximate ``expansion`` with ``n_vectors`` terms by the named method.
 
     The common entry point of the estimators (and of
@@ -218,6 +219,13 @@ def reduce_expansion(expansion, n_vectors, *, method="construct", shared=False, 
         Multi-output expansions with ``shared=False``: the outputs are reduced
         independently by :func:`reduce_many` with this many joblib jobs (the
         result does not depend on ``n_jobs``).
+    backend : {"numpy", "torch"} or None, default=None
+        Engine of the construction methods' kernel sums (``None``:
+        :func:`sparsekm.config.get_config`); with ``"torch"`` the expansion's vectors
+        are put on ``device`` once per construction (see
+        :func:`~sparsekm.reduced_set.construct`). The selection methods ignore it.
+    device : str or None, default=None
+        torch device (``None``: the configured one, else CUDA when available).
 
     Returns
     -------
@@ -239,7 +247,8 @@ def reduce_expansion(expansion, n_vectors, *, method="construct", shared=False, 
             return construct(expansion, n_vectors, shared=True,
                              refine=method == "construct+refine", n_init=n_init,
                              max_iter=max_iter, refine_max_iter=refine_max_iter,
-                             n_sweeps=n_sweeps, step=step, random_state=random_state)
+                             n_sweeps=n_sweeps, step=step, random_state=random_state,
+                             backend=backend, device=device)
         if method == "select-kpca":
             return select_kpca(expansion, n_vectors)
         if method == "select-backward":
@@ -248,13 +257,15 @@ def reduce_expansion(expansion, n_vectors, *, method="construct", shared=False, 
             return select_l1_multi(expansion, lam, c=c)
         return _l1_multi_for_size(expansion, n_vectors, c)
     kwargs = dict(method=method, c=c, lam=lam, n_init=n_init, max_iter=max_iter,
-                  refine_max_iter=refine_max_iter, n_sweeps=n_sweeps, step=step)
+                  refine_max_iter=refine_max_iter, n_sweeps=n_sweeps, step=step,
+                  backend=backend, device=device)
     if not expansion.is_multioutput:
         if method in ("construct", "construct+refine"):
             # all of construct's own checks and conventions (e.g. exact copies)
             return construct(expansion, n_vectors, refine=method == "construct+refine",
                              n_init=n_init, max_iter=max_iter, refine_max_iter=refine_max_iter,
-                             n_sweeps=n_sweeps, step=step, random_state=random_state)
+                             n_sweeps=n_sweeps, step=step, random_state=random_state,
+                             backend=backend, device=device)
         return _reduce_single(expansion, n_vectors, random_state=random_state, **kwargs)
     outputs = [expansion.output(k) for k in range(expansion.n_outputs)]
     results = reduce_many(outputs, n_vectors, random_state=random_state, n_jobs=n_jobs,
