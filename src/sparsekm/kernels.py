@@ -37,6 +37,10 @@ class                     k(x, y)                                         papers
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import math
+import numbers
 import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
@@ -46,7 +50,8 @@ import numpy as np
 
 from .backend import array_namespace, check_tensor, resolve_backend
 from .config import _single_threaded_blas, effective_n_threads
-from .utils.validation import check_scalar
+from .utils._random import as_generator as _as_generator
+from .utils.validation import check_array, check_scalar
 
 __all__ = [
     "Kernel",
@@ -58,6 +63,9 @@ __all__ = [
     "Sigmoid",
     "InverseMultiquadric",
     "Linear",
+    "theorem6_s",
+    "RandomProjection",
+    "ProjectedKernel",
     "resolve_kernel",
     "estimator_kernel",
     "kernel_from_dict",
@@ -1151,15 +1159,8 @@ def kernel_from_dict(spec):
 # RandomProjection and ProjectedKernel live here, in the kernels layer, so that
 # kernel_from_dict (and sparsekm.load) rebuild a ProjectedKernel without importing
 # sparsekm.approx; sparsekm.approx.randomized re-exports them.
-import base64  # noqa: E402
-import hashlib  # noqa: E402
-import math  # noqa: E402
-import numbers  # noqa: E402
 
-from .utils._random import as_generator as _as_generator  # noqa: E402
-from .utils.validation import check_array  # noqa: E402
 
-__all__ += ["theorem6_s", "RandomProjection", "ProjectedKernel"]
 
 
 def theorem6_s(eps, beta, n):
