@@ -29,7 +29,8 @@ section VI-A: kernel PCA denoising by projection onto the first n components and
 pre-image by the fixed-point iteration (eq. 50) started from the noisy point, against
 linear PCA. Gaussian kernel `exp(-||x - y||^2 / c)` throughout. Commands:
 `sparsekm reproduce toy-clusters table-denoise-gaussians half-circle-square usps-denoise`
-(`usps-denoise` needs the USPS files: `SPARSEKM_DATA=/path/to/data`).""",
+(`usps-denoise` needs the USPS files: download them with `sparsekm data fetch usps`, then
+pass `--data DIR` or set `SPARSEKM_DATA=DIR` if they are not in the default data folder).""",
     outro="""\
 **About the USPS gap.** Our kernel PCA error keeps falling up to n = 2048 (paper: optimum
 at 512), and our linear PCA optimum is n = 64 (paper: 32). The paper states that the

@@ -27,8 +27,9 @@ SECTION = Section(
 *Training set approximation for kernel methods* (Franc & Hlaváč, CVWW 2003): the greedy
 basis of Algorithm 1 (= pivoted Cholesky of the Gram matrix) replaces the training set by m
 basis vectors; the SVM and the KFD are trained on the approximated data. Commands:
-`sparsekm reproduce franc-pca ripley ida-franc` (Ripley and IDA data from
-`SPARSEKM_DATA`).""",
+`sparsekm reproduce franc-pca ripley ida-franc` (Ripley and IDA data: download them with
+`sparsekm data fetch ripley ida`, then pass `--data DIR` or set `SPARSEKM_DATA=DIR` if they
+are not in the default data folder).""",
 )
 
 
