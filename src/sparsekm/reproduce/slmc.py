@@ -148,9 +148,13 @@ def _rvm_estimator(C, kernel, random_state):
 
 # USPS RVM: measured with `sparsekm.models.rvm.sparse_bayes_logistic` on the 7291 training
 # digits (see docs/results.md and the report of branch `repro`); not run.
-RVM_USPS_REASON = ("RVM on USPS not run: RVC starts from all 7291 basis functions; "
-                   "{measured}; x 10 one-vs-rest problems x (5 folds x 5 gammas + 1 refit)")
-RVM_USPS_MEASURED = "measurement pending"
+RVM_USPS_REASON = ("RVM on USPS not run: RVC starts from all 7291 basis functions "
+                   "(dense 7292 x 7292 Newton steps and covariance per re-estimation); "
+                   "{measured}; the cell needs 10 one-vs-rest problems x (5 folds x 5 gammas "
+                   "+ 1 refit) = 260 such fits")
+RVM_USPS_MEASURED = ("one fit on one one-vs-rest problem had not finished its kernel matrix "
+                     "and first alpha re-estimation after 200 s CPU (measured 2026-11-23, "
+                     "OMP_NUM_THREADS=1, 2-core machine at load 12-22)")
 
 
 def _rvm_usps_reason():
