@@ -64,3 +64,31 @@ def test_ida_protocol_on_one_set_tiny_grid(monkeypatch):
 def test_ida_franc_quick_runs(registry):
     res = REGISTRY["ida-franc"].func(Context(quick=True, progress=False))
     assert "flare_solar is not available offline" in " ".join(res.notes)
+
+
+@requires_ida
+def test_ida_validation_selection_never_reads_the_test_set(monkeypatch):
+    """(sigma, C) chosen by validation: the same whatever the test labels are."""
+    from sparsekm.reproduce import franc
+
+    monkeypatch.setattr(franc, "ida_grid", lambda quick: (
+        np.array([2.0**-6, 2.0**-2]), np.array([1.0, 64.0]), (1,), (1,)))
+    real = franc._ida_data
+    seen = []
+
+    def spy(data, seed):  # the validation split gets the training data only
+        seen.append(data)
+        return real_val(data, seed)
+
+    real_val = franc._validation_data
+    monkeypatch.setattr(franc, "_validation_data", spy)
+    ctx = Context(progress=False)
+    _, a = franc.ida_franc(ctx, datasets=("heart",), selection="validation")
+    monkeypatch.setattr(franc, "_ida_data", lambda name, split, ctx: (
+        lambda d: (d[0], d[1], d[2][::-1], -d[3]))(real(name, split, ctx)))
+    _, b = franc.ida_franc(ctx, datasets=("heart",), selection="validation")
+    assert a == b and len(seen) == 2
+    Xf, yf, Xv, yv = real_val(real("heart", 1, ctx), 1)
+    assert Xf.shape[0] + Xv.shape[0] == 170 and abs(Xv.shape[0] - 170 / 4) < 1
+    with pytest.raises(ValueError, match="selection"):
+        franc.ida_franc(ctx, datasets=("heart",), selection="test set")

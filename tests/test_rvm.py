@@ -10,7 +10,7 @@ from sparsekm.kernels import RBF
 from sparsekm.models import RVC
 from sparsekm.models.rvm import laplace_log_evidence, sparse_bayes_logistic
 
-from .conftest import requires_ida, requires_ripley
+from .conftest import requires_ripley
 
 
 def _blobs(n, rng, shift=3.0):
@@ -143,29 +143,3 @@ def test_bad_input():
         sparse_bayes_logistic(np.ones((3, 2)), np.array([0.0, 1.0, 1.0]), prune_rule="x")
     with pytest.raises(TypeError, match="kernel"):
         RVC(kernel=3).fit(X, y)
-
-
-@pytest.mark.data
-@requires_ida
-def test_table1_rvm_rows_choose_nothing_on_the_test_set(monkeypatch):
-    from sparsekm.reproduce import _rvm_rows
-
-    kw = {"gamma_factors": (0.5, 2.0), "n_folds": 2}
-    first = _rvm_rows.rvm_split("titanic", 1, **kw)
-    assert first["gamma"] in (0.25, 1.0)  # (1/sigma) * factor, sigma = 2
-    assert 0.15 <= first["error"] <= 0.35
-    real = _rvm_rows.load_ida
-
-    def flipped_test(name, split, path=None):  # same training set, test labels flipped
-        X, y, Xt, yt = real(name, split, path=path)
-        return X, y, Xt, -yt
-
-    monkeypatch.setattr(_rvm_rows, "load_ida", flipped_test)
-    second = _rvm_rows.rvm_split("titanic", 1, **kw)
-    assert second["gamma"] == first["gamma"] and second["n_rv"] == first["n_rv"]
-    assert second["cv_error"] == first["cv_error"]
-    np.testing.assert_allclose(second["error"], 1.0 - first["error"], atol=1e-12)
-    table = _rvm_rows.format_rows({"titanic": {
-        "ratio_pct": 80.0, "paper_ratio_pct": 92.5, "n_rv": 56.0, "error_pct": 23.0,
-        "paper_error_pct": 23.0}})
-    assert "| Error (%) ours (paper) | 23.0 (23.0) |" in table

@@ -34,8 +34,9 @@ The paper has no tables, so every row below is a claim of the paper (a bound) be
 measurement: (a) the error of a sparsified / quantized Gram matrix against Theorem 1's
 Füredi–Komlós bound, (b) subspace distances and feature errors against Theorems 2-3,
 (c) randomized rounding of kernel expansions (Theorem 5) and (d) random projections
-(Theorem 6). Command: `sparsekm reproduce randomized` (USPS from `SPARSEKM_DATA`; the
-embedded digits otherwise); `--quick` runs a 1500-point subset in about a minute.
+(Theorem 6). Command: `sparsekm reproduce randomized` (USPS: download it with
+`sparsekm data fetch usps`, then `--data DIR` or `SPARSEKM_DATA=DIR`; the embedded digits
+otherwise); `--quick` runs a 1500-point subset in about a minute.
 A bound that holds is not necessarily informative: the notes say where a theorem's
 condition fails or its bound is vacuous at this m.""",
     outro="""**Theorem 2 at l = 20 and a tighter rigorous check** (numbers from
@@ -67,7 +68,8 @@ def _load(ctx):
         name, gamma = "USPS", 1.0 / 128.0
     except Exception:
         X, y, Xt, yt = load_digits_default()
-        name, gamma = "embedded 8x8 digits (USPS not found)", 1.0 / 32.0
+        name, gamma = ("embedded 8x8 digits (USPS not found: `sparsekm data fetch usps`, "
+                       "then --data DIR)"), 1.0 / 32.0
     if ctx.quick:
         rng = np.random.default_rng(ctx.seed)
         idx = rng.permutation(X.shape[0])[:1500]

@@ -1,0 +1,91 @@
+"""The RVM rows of Wu et al. (2006) Table 1 go through ``run_cell`` and the keyed cache."""
+
+import numpy as np
+from sklearn.model_selection import GridSearchCV, StratifiedKFold
+
+from sparsekm.kernels import RBF
+from sparsekm.models import RVC
+from sparsekm.reproduce import _cache as cache_mod
+from sparsekm.reproduce import slmc
+from sparsekm.reproduce._cache import CellCache
+
+
+def _toy(seed=0, n=40, n_test=40):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2))
+    y = np.where(X[:, 0] ** 2 + X[:, 1] > 0.5, 1, -1)
+    Xt = rng.normal(size=(n_test, 2))
+    yt = np.where(Xt[:, 0] ** 2 + Xt[:, 1] > 0.5, 1, -1)
+    return X, y, Xt, yt
+
+
+def _fast(monkeypatch):
+    """Fewer alpha re-estimations (speed; the protocol is the same)."""
+    monkeypatch.setattr(slmc, "RVM_OPTIONS", dict(slmc.RVM_OPTIONS, max_iter=25))
+
+
+def test_rvm_estimator_is_an_rvc_with_gamma_by_stratified_cv_on_the_training_set(monkeypatch):
+    _fast(monkeypatch)
+    est = slmc._rvm_estimator(10.0, RBF(0.5), 7)
+    assert isinstance(est, GridSearchCV) and isinstance(est.estimator, RVC)
+    gammas = [k.gamma for k in est.param_grid["kernel"]]
+    np.testing.assert_allclose(gammas, [0.5 * f for f in sorted(slmc.RVM_GAMMA_FACTORS)])
+    assert isinstance(est.cv, StratifiedKFold) and est.cv.n_splits == 5 == slmc.RVM_FOLDS
+    X, y, Xt, yt = _toy()
+    est.fit(X, y)
+    assert isinstance(est.best_estimator_, RVC)
+    assert est.best_estimator_.kernel.gamma in gammas
+    # the refit is RVC on all training data with the chosen gamma: same as fitting by hand
+    by_hand = RVC(kernel=RBF(est.best_estimator_.kernel.gamma), **slmc.RVM_OPTIONS).fit(X, y)
+    np.testing.assert_allclose(est.decision_function(Xt), by_hand.decision_function(Xt),
+                               rtol=1e-12, atol=1e-12)
+
+
+def test_rvm_code_key_covers_models_rvm_and_params_cover_the_options(monkeypatch):
+    key = slmc.cell_code_key("rvm")
+    slmc_key = slmc.cell_code_key("slmc")
+    assert slmc.cell_code_key("rvm") == key
+    monkeypatch.setitem(cache_mod._SOURCES, "sparsekm.models.rvm", "edited RVC code")
+    assert slmc.cell_code_key("rvm") != key
+    assert slmc.cell_code_key("slmc") == slmc_key  # other methods do not depend on the RVM
+    monkeypatch.undo()
+    monkeypatch.setattr(slmc, "_data_key", lambda *a: "data")
+    p = slmc.cell_params("banana", 1, None, "rvm")
+    assert p["rvm_gamma_factors"] == list(slmc.RVM_GAMMA_FACTORS)
+    assert p["rvm_folds"] == 5 and p["rvm_options"] == slmc.RVM_OPTIONS
+    monkeypatch.setattr(slmc, "RVM_GAMMA_FACTORS", (1.0,))
+    assert slmc.cell_params("banana", 1, None, "rvm") != p
+
+
+def test_rvm_cell_chooses_nothing_on_the_test_set_and_is_cached(tmp_path, monkeypatch):
+    """Flipping the test labels flips the error and changes nothing else."""
+    monkeypatch.setattr(cache_mod, "_FRESH", set())
+    _fast(monkeypatch)
+    monkeypatch.setattr(slmc, "RVM_GAMMA_FACTORS", (0.5, 2.0))
+    monkeypatch.setattr(slmc, "_params", lambda name: (1.0, RBF(1.0)))
+    data = _toy(1)
+    monkeypatch.setattr(slmc, "_data_key", lambda name, split, path: f"toy-{name}")
+    monkeypatch.setattr(slmc, "_load", lambda name, split, path: data)
+    first = slmc.run_cell("banana", 1, None, "rvm", CellCache(tmp_path / "a.json"))
+    X, y, Xt, yt = data
+    monkeypatch.setattr(slmc, "_load", lambda name, split, path: (X, y, Xt, -yt))
+    second = slmc.run_cell("banana", 1, None, "rvm", CellCache(tmp_path / "b.json"))
+    assert second["n_z"] == first["n_z"] and second["ratio_percent"] == first["ratio_percent"]
+    np.testing.assert_allclose(second["error"], 1.0 - first["error"], atol=1e-12)
+    assert 0.0 <= first["error"] <= 0.3
+    # N_z / N_SV in % of the SVM's support vectors, as in the paper's Table 1
+    svm = slmc.run_cell("banana", 1, None, "svm", CellCache(tmp_path / "s.json"))
+    np.testing.assert_allclose(first["ratio_percent"], 100.0 * first["n_z"] / svm["n_sv"])
+    # a second call (a new process) is a cache hit
+    cache_mod._FRESH.clear()
+    cache = CellCache(tmp_path / "a.json")
+    assert slmc.run_cell("banana", 1, None, "rvm", cache, compute=False) == first
+    assert len(cache.hits) == 1
+
+
+def test_usps_rvm_cell_is_not_run_and_says_why(tmp_path, monkeypatch):
+    monkeypatch.setattr(slmc, "_data_key", lambda *a: "usps")
+    monkeypatch.setattr(slmc, "_load", lambda *a: _toy())
+    assert slmc.run_cell("usps", 1, None, "rvm", CellCache(tmp_path / "u.json")) is None
+    reason = slmc._rvm_usps_reason()
+    assert "7291" in reason and "pending" not in reason and " s " in reason
