@@ -143,3 +143,36 @@ def test_bad_input():
         sparse_bayes_logistic(np.ones((3, 2)), np.array([0.0, 1.0, 1.0]), prune_rule="x")
     with pytest.raises(TypeError, match="kernel"):
         RVC(kernel=3).fit(X, y)
+
+
+def test_hessian_cholesky_adds_jitter_only_when_the_plain_factorisation_fails():
+    from scipy.linalg import LinAlgError, cho_factor
+
+    from sparsekm.models.rvm import _hessian_cholesky
+
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(6, 6))
+    H = A @ A.T + 6 * np.eye(6)  # well conditioned: the plain factor, bit for bit
+    np.testing.assert_array_equal(_hessian_cholesky(H)[0], cho_factor(H, lower=True)[0])
+    # rank one + 1e-300 I: positive definite in exact arithmetic, not in float64
+    v = np.ones(5)
+    H = 3.0 * np.outer(v, v) + 1e-300 * np.eye(5)
+    with pytest.raises(LinAlgError):
+        cho_factor(H, lower=True)
+    L = np.tril(_hessian_cholesky(H)[0])
+    assert np.all(np.isfinite(L))
+    np.testing.assert_allclose(L @ L.T, H, rtol=0, atol=1e-6 * 3.0)
+    with pytest.raises(ValueError, match="not positive definite"):
+        _hessian_cholesky(-np.eye(3))
+
+
+def test_rvm_on_duplicated_basis_functions_does_not_fail():
+    from sparsekm.models.rvm import sparse_bayes_logistic
+
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=60)
+    Phi = np.repeat(np.exp(-(x[:, None] - x[None, :8]) ** 2), 3, axis=1)  # each column 3 times
+    t = (x > 0).astype(float)
+    out = sparse_bayes_logistic(Phi, t, alpha_init=1e-300, max_iter=50)
+    assert np.all(np.isfinite(out["mu"]))
+    assert 1 <= out["active"].size < Phi.shape[1]

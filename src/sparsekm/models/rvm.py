@@ -50,6 +50,36 @@ def _log_likelihood(a, t):
     return float(-np.sum(t * np.logaddexp(0.0, -a) + (1.0 - t) * np.logaddexp(0.0, a)))
 
 
+def _hessian_cholesky(H):
+    """Cholesky factor of the Laplace Hessian ``Phi^T B Phi + A`` (eq. 26), with jitter.
+
+    ``A > 0`` makes ``H`` positive definite in exact arithmetic, but with tiny
+    ``alpha_i`` (the start, ``1 / n^2``) and saturated ``y_n (1 - y_n)`` on a
+    numerically rank-deficient kernel matrix the factorisation can fail in floating
+    point. Then a jitter of ``10^k eps mean(diag H)`` (k = 0, 1, ..., 8; ``eps`` the
+    float64 machine epsilon) is added to the diagonal, the usual remedy for Gaussian
+    posteriors; a matrix that fails even then gets a :class:`ValueError`. A
+    factorisation that succeeds without jitter is returned unchanged.
+    """
+    try:
+        return cho_factor(H, lower=True, check_finite=False)
+    except LinAlgError:
+        pass
+    scale = float(np.mean(np.diag(H)))
+    if not np.isfinite(scale) or scale <= 0:
+        scale = 1.0
+    eps = np.finfo(np.float64).eps
+    for k in range(9):
+        Hj = H.copy()
+        Hj[np.diag_indices_from(Hj)] += (10.0**k) * eps * scale
+        try:
+            return cho_factor(Hj, lower=True, check_finite=False)
+        except LinAlgError:
+            continue
+    raise ValueError("The RVM Hessian Phi^T B Phi + A is not positive definite even with "
+                     "jitter; the kernel matrix is badly scaled (rescale X or the kernel).")
+
+
 def _posterior_mode(Phi, t, alpha, w, max_newton=50, tol=1e-14):
     """Newton / IRLS for the mode of ``log P(t|w) - w^T A w / 2`` (eq. 24-25).
 
@@ -70,7 +100,7 @@ def _posterior_mode(Phi, t, alpha, w, max_newton=50, tol=1e-14):
         g = Phi.T @ (t - y) - alpha * w
         H = (Phi.T * (y * (1.0 - y))) @ Phi
         H[np.diag_indices_from(H)] += alpha
-        chol = cho_factor(H, lower=True, check_finite=False)
+        chol = _hessian_cholesky(H)
         step = cho_solve(chol, g, check_finite=False)
         # Newton decrement: g^T H^{-1} g / 2 bounds the possible gain near the mode
         if float(g @ step) < tol * max(1.0, abs(obj)):
@@ -92,7 +122,7 @@ def _posterior_mode(Phi, t, alpha, w, max_newton=50, tol=1e-14):
     y = expit(Phi @ w)
     H = (Phi.T * (y * (1.0 - y))) @ Phi
     H[np.diag_indices_from(H)] += alpha
-    chol = cho_factor(H, lower=True, check_finite=False)
+    chol = _hessian_cholesky(H)
     return w, chol, obj
 
 
@@ -211,11 +241,7 @@ def sparse_bayes_logistic(Phi, t, *, max_iter=1000, tol=1e-3, threshold_alpha=1e
     it = 0
     for it in range(1, max_iter + 1):  # noqa: B007 (n_iter reported)
         P = Phi[:, active]
-        try:
-            w, chol, obj = _posterior_mode(P, t, alpha, w)
-        except LinAlgError:  # pragma: no cover - A > 0 keeps the Hessian positive definite
-            raise ValueError("The RVM Hessian Phi^T B Phi + A is not positive definite; the "
-                             "kernel matrix is badly scaled (rescale X or the kernel).") from None
+        w, chol, obj = _posterior_mode(P, t, alpha, w)
         L = chol[0]
         logdet = 2.0 * float(np.sum(np.log(np.diag(L))))
         history.append(obj + 0.5 * float(np.sum(np.log(alpha))) - 0.5 * logdet)
