@@ -89,3 +89,32 @@ def test_usps_rvm_cell_is_not_run_and_says_why(tmp_path, monkeypatch):
     assert slmc.run_cell("usps", 1, None, "rvm", CellCache(tmp_path / "u.json")) is None
     reason = slmc._rvm_usps_reason()
     assert "7291" in reason and "pending" not in reason and " s " in reason
+
+
+def test_partial_reason_counts_cached_splits_without_touching_provenance(monkeypatch):
+    from types import SimpleNamespace
+
+    from sparsekm.reproduce import slmc
+
+    class Cache:
+        hits = []
+
+    cache = Cache()
+    cache.hits = [{"cell": "x"}]
+
+    def fake_run_cell(name, split, ratio, method, cache_, data_path, seed, compute=True):
+        assert compute is False  # never computes
+        if split == 1:
+            cache_.hits.append({"cell": f"{name}/1/None/rvm", "seconds": 12.0})
+            return {"error": 0.1}
+        return None
+
+    monkeypatch.setattr(slmc, "_splits", lambda name, quick: [1, 2, 3])
+    monkeypatch.setattr(slmc, "run_cell", fake_run_cell)
+    ctx = SimpleNamespace(cached_only=True, quick=False, data_path=None, seed=0)
+    why = slmc._partial_reason("image", None, "rvm", cache, ctx)
+    assert why.startswith("1 of 3 splits in the cache") and "12 s per split" in why
+    assert "--datasets image" in why
+    assert cache.hits == [{"cell": "x"}]  # the look left the provenance alone
+    assert slmc._partial_reason("image", None, "rvm", cache, SimpleNamespace(
+        cached_only=False, quick=False, data_path=None, seed=0)) is None
