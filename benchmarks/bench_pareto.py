@@ -372,7 +372,10 @@ def m_slmc_shared(ctx, budgets, init="kmeans"):
         t = time.perf_counter()
         Z0 = init if init == "kmeans" else construct(ctx.psi(), b, shared=True,
                                                      random_state=SEED).expansion.vectors
-        clf = SLMC(n_vectors=b, C=ctx.C, kernel=RBF(ctx.gamma), init=Z0, shared=True,
+        # the shared RS can hold fewer vectors than the budget (no more than the model's
+        # distinct SVs): SLMC then starts from (and keeps) that many
+        m = b if init == "kmeans" else len(Z0)
+        clf = SLMC(n_vectors=m, C=ctx.C, kernel=RBF(ctx.gamma), init=Z0, shared=True,
                    max_iter=30 if ctx.quick else 100, random_state=SEED).fit(ctx.X_fit, ctx.y_fit)
         seconds = time.perf_counter() - t
         variant, val, test, by = _best_variant(ctx, b, [(f"shared, {init} init, C of the SVC",
