@@ -83,12 +83,52 @@ def test_rvm_cell_chooses_nothing_on_the_test_set_and_is_cached(tmp_path, monkey
     assert len(cache.hits) == 1
 
 
-def test_usps_rvm_cell_is_not_run_and_says_why(tmp_path, monkeypatch):
-    monkeypatch.setattr(slmc, "_data_key", lambda *a: "usps")
-    monkeypatch.setattr(slmc, "_load", lambda *a: _toy())
-    assert slmc.run_cell("usps", 1, None, "rvm", CellCache(tmp_path / "u.json")) is None
-    reason = slmc._rvm_usps_reason()
-    assert "7291" in reason and "pending" not in reason and " s " in reason
+def _toy3(seed=0, n=60):
+    rng = np.random.default_rng(seed)
+    centres = np.array([[-2.0, 0.0], [2.0, 0.0], [0.0, 2.5]])
+    y = np.arange(n) % 3
+    X = centres[y] + rng.normal(size=(n, 2))
+    yt = np.arange(n) % 3
+    Xt = centres[yt] + rng.normal(size=(n, 2))
+    return X, y, Xt, yt
+
+
+def test_usps_rvm_cell_is_ten_fast_rvcs_with_the_svm_kernel_and_is_cached(tmp_path, monkeypatch):
+    """USPS goes to run_rvm_usps_cell: FastRVC one-vs-rest, the test set only scores."""
+    from types import SimpleNamespace
+
+    from sparsekm.models import FastRVC
+
+    monkeypatch.setattr(cache_mod, "_FRESH", set())
+    data = _toy3()
+    patched = {"_data_key": lambda *a: "toy3", "_load": lambda *a: data,
+               "_params": lambda name: (1.0, RBF(0.5))}
+    for attr, value in patched.items():
+        monkeypatch.setattr(slmc, attr, value)
+    ctx = SimpleNamespace(data_path=None, seed=0, quick=False, cached_only=False)
+    cache = CellCache(tmp_path / "u.json")
+    out = slmc._run("usps", 1, None, "rvm", cache, ctx)
+    X, y, Xt, yt = data
+    F = np.column_stack([FastRVC(kernel=RBF(0.5), **slmc.RVM_USPS_OPTIONS)
+                         .fit(X, np.where(y == c, 1, -1)).decision_function(Xt) for c in range(3)])
+    np.testing.assert_allclose(out["error"], np.mean(np.argmax(F, axis=1) != yt), atol=1e-12)
+    assert out["error"] < 0.2 and len(out["n_z_per_class"]) == 3
+    svm = slmc.run_cell("usps", 1, None, "svm", cache)
+    np.testing.assert_allclose(out["ratio_percent"], 100.0 * out["n_z"] / svm["n_sv"])
+    # the run_cell route (IDA protocol) is not used for USPS
+    assert slmc.run_cell("usps", 1, None, "rvm", cache) is None
+    # keyed by its own code: the fast RVM's source, not the Tipping (2001) cells' key
+    assert slmc.cell_code_key("rvm_fast") != slmc.cell_code_key("rvm")
+    key = slmc.cell_code_key("rvm_fast")
+    monkeypatch.setitem(cache_mod._SOURCES, "sparsekm.models.fast_rvm", "edited")
+    assert slmc.cell_code_key("rvm_fast") != key
+    monkeypatch.undo()
+    cache_mod._FRESH.clear()
+    again = CellCache(tmp_path / "u.json")
+    for attr, value in patched.items():
+        monkeypatch.setattr(slmc, attr, value)
+    assert slmc.run_rvm_usps_cell(again, compute=False) == out
+    assert "FastRVC" in slmc.RVM_USPS_PROTOCOL and "RBF(1/128)" in slmc.RVM_USPS_PROTOCOL
 
 
 def test_partial_reason_counts_cached_splits_without_touching_provenance(monkeypatch):

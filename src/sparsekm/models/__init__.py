@@ -5,6 +5,7 @@ Every estimator listed in ``__all__`` is checked with
 """
 
 from .approx_svm import ApproxSVC
+from .fast_rvm import FastRVC
 from .kernel_pca import KernelPCA, linear_pca_denoise
 from .kfd import ApproxKFD, KernelFisherDiscriminant
 from .randomized_kpca import RandomizedKernelPCA
@@ -23,6 +24,7 @@ __all__: list[str] = [
     "ReducedSetRegressor",
     "reduce_kernel_pca",
     "RVC",
+    "FastRVC",
     "SparseLargeMarginClassifier",
     "SLMC",
     "SparseKFD",
