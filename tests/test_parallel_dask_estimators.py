@@ -38,6 +38,7 @@ SPECS = {
                                  "binary"),
     "KernelPCA": (sparsekm.models.KernelPCA(n_components=4, kernel=K), "unsupervised"),
     "RVC": (sparsekm.models.RVC(kernel=K, max_iter=100), "binary"),
+    "FastRVC": (sparsekm.models.FastRVC(kernel=K), "binary"),
     "RandomizedKernelPCA": (sparsekm.models.RandomizedKernelPCA(
         n_components=3, kernel=K, sampling="sparsify", s=2.0, random_state=0), "unsupervised"),
     "ReducedSetClassifier": (sparsekm.models.ReducedSetClassifier(

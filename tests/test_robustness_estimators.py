@@ -57,6 +57,7 @@ from sparsekm.models import (
     RVC,
     ApproxKFD,
     ApproxSVC,
+    FastRVC,
     KernelFisherDiscriminant,
     KernelPCA,
     ModifiedRS,
@@ -207,6 +208,7 @@ SPECS = {
     "KernelFisherDiscriminant": Spec(lambda k: KernelFisherDiscriminant(kernel=k),
                                      "classifier"),
     "RVC": Spec(lambda k: RVC(kernel=k, max_iter=50), "classifier"),
+    "FastRVC": Spec(lambda k: FastRVC(kernel=k), "classifier"),
 }
 
 
