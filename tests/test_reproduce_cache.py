@@ -73,6 +73,23 @@ def test_cell_cache_keys_on_cell_params_seed_and_code(tmp_path, monkeypatch):
     assert text == json.dumps(data, indent=1, sort_keys=True) + "\n"
 
 
+def test_two_writers_of_one_file_never_resurrect_a_superseded_entry(tmp_path, monkeypatch):
+    """Writer A read an entry that writer B then superseded: A's next write keeps it gone."""
+    monkeypatch.setattr(cache_mod, "_FRESH", set())
+    path = tmp_path / "shared.json"
+    params = {"C": 10.0}
+    CellCache(path).put("c/1/None/rs", params, 0, "old", {"error": 0.3})
+    a, b = CellCache(path), CellCache(path)            # both read the old entry
+    b.put("c/1/None/rs", params, 0, "new", {"error": 0.2})
+    a.put("d/1/None/rs", params, 0, "new", {"error": 0.1})
+    entries = json.loads(path.read_text())["entries"].values()
+    assert sorted((e["cell"], e["code"]) for e in entries) == [
+        ("c/1/None/rs", "new"), ("d/1/None/rs", "new")]
+    # and neither writer loses the other's entries
+    b.put("e/1/None/rs", params, 0, "new", {"error": 0.0})
+    assert len(json.loads(path.read_text())["entries"]) == 3
+
+
 def test_no_cache_recomputes_but_reuses_this_process_cells(tmp_path, monkeypatch):
     monkeypatch.setattr(cache_mod, "_FRESH", set())
     path = tmp_path / "cache.json"

@@ -22,6 +22,7 @@ rewritten atomically after each new cell so an interrupted run keeps what it fin
 from __future__ import annotations
 
 import ast
+import contextlib
 import datetime
 import hashlib
 import inspect
@@ -121,6 +122,23 @@ def _jsonable(obj):
     return repr(obj)
 
 
+@contextlib.contextmanager
+def _file_lock(path):
+    """An exclusive advisory lock on ``path`` + ``.lock`` (POSIX ``flock``; none elsewhere)."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: writers are not serialised
+        yield
+        return
+    lock = path.with_suffix(path.suffix + ".lock")
+    with open(lock, "a+") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
 class CellCache:
     """Cells keyed by (cell, parameters, seed, code key); see the module docstring.
 
@@ -180,18 +198,21 @@ class CellCache:
         if self.path is None:
             self.entries[key] = entry
             return
-        on_disk = self._load()  # several reproductions may share one file
-        merged = {**on_disk, **{k: v for k, v in self.entries.items() if k not in on_disk}}
-        merged = {k: e for k, e in merged.items()
-                  if not (e.get("cell") == cell and e.get("seed") == seed
-                          and _canonical(e.get("params")) == params_c and k != key)}
-        merged[key] = entry
-        self.entries = merged
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(self.path.suffix + f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"format": FORMAT, "entries": merged}, indent=1,
-                                  sort_keys=True) + "\n", encoding="utf-8")
-        tmp.replace(self.path)
+        # Several processes may share one file: read-modify-write this one entry under a
+        # lock. Only the file's entries are kept besides it -- never the ones this process
+        # read earlier -- so an entry another process has superseded stays deleted.
+        with _file_lock(self.path):
+            on_disk = self._load()
+            merged = {k: e for k, e in on_disk.items()
+                      if not (e.get("cell") == cell and e.get("seed") == seed
+                              and _canonical(e.get("params")) == params_c and k != key)}
+            merged[key] = entry
+            self.entries = merged
+            tmp = self.path.with_suffix(self.path.suffix + f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({"format": FORMAT, "entries": merged}, indent=1,
+                                      sort_keys=True) + "\n", encoding="utf-8")
+            tmp.replace(self.path)
 
     def provenance(self, total=None):
         """One line: how many cells came from the cache, when and with which code key."""
