@@ -299,8 +299,7 @@ class FastRVC(RVC):
     Parameters
     ----------
     kernel : Kernel, str or None, default=None
-        A :class:`~sparsekm.kernels.Kernel` object, or a name as in scikit-learn
-        (``"rbf"``, ``"poly"``, ``"sigmoid"``, ``"linear"``); ``None`` is ``"rbf"``.
+        The kernel, as for :class:`~sparsekm.models.RVC` (``None``: ``"rbf"``).
     max_iter : int, default=10000
         Maximum number of actions (each adds, re-estimates or deletes one basis function).
     tol : float, default=1e-3
@@ -310,12 +309,8 @@ class FastRVC(RVC):
         Include the bias ``w_0`` as a candidate basis function (a column of ones).
     verbose : bool, default=False
         Show a progress bar over the actions.
-    gamma : {"scale", "auto"} or float, default="scale"
-        Kernel coefficient of the string kernels, as in scikit-learn.
-    degree : int, default=3
-        Degree of ``kernel="poly"``.
-    coef0 : float, default=0.0
-        Constant term of ``kernel="poly"`` and ``kernel="sigmoid"``.
+    gamma, degree, coef0 : default="scale", 3, 0.0
+        Parameters of a kernel given by name, as for :class:`~sparsekm.models.RVC`.
 
     Attributes
     ----------
