@@ -849,8 +849,11 @@ def markdown_report(names, out_dir=RESULTS):
                 f"{res['methods'][r['sparsekm']['method']]['label']} "
                 f"{100 * r['sparsekm']['test_error']:.2f} %" for r in wins) + "."]
         ta = res["summary"]["target_a"]
+        run = sorted(int(t) for t in res["protocol"]["budget_tiers"])
+        partial = [t for t in TIERS if t not in run]
         lines += ["", f"Target (a) met: **{'yes' if ta['met'] else 'no'}**"
                   + (f" (fails at tiers {ta['failed_tiers']})" if ta["failed_tiers"] else "")
+                  + (f" at the tiers run, {run}; tiers {partial} not run" if partial else "")
                   + "."]
         if "target_b" in res["summary"]:
             tb = res["summary"]["target_b"]
