@@ -150,16 +150,16 @@ def _rvm_estimator(C, kernel, random_state):
 # one fit on one one-vs-rest problem had not finished its first alpha re-estimation after
 # 200 s CPU. The cell uses FastRVC (Tipping & Faul 2003, the same model and marginal
 # likelihood, maximised one alpha_i at a time) instead, with the SVM's kernel RBF(1/128):
-# one one-vs-rest fit took 188 s (OMP_NUM_THREADS=1, load ~2), so the IDA protocol (gamma by
-# 5-fold CV over 5 factors: 10 x (5 x 5 + 1) = 260 fits, about 13 h) is out of reach here.
+# the ten one-vs-rest fits took 938 s (OMP_NUM_THREADS=1, load ~2), so the IDA protocol (gamma
+# by 5-fold CV over 5 factors: 10 x (5 x 5 + 1) = 260 fits, about 7 h) is out of reach here.
 RVM_USPS_OPTIONS = {"max_iter": 10000, "tol": 1e-3}
 RVM_USPS_PROTOCOL = ("USPS: sparsekm.models.FastRVC (Tipping & Faul 2003: the same model and "
                      "marginal likelihood as RVC, maximised one alpha_i at a time; RVC itself "
                      "did not finish one alpha re-estimation on the 7291 points in 200 s), ten "
                      "one-vs-rest RVMs, largest decision value wins, with the SVM's kernel "
-                     "RBF(1/128): not chosen by 5-fold CV as on the IDA sets, because one fit "
-                     "takes about 190 s and the CV protocol needs 260 of them (about 13 h on "
-                     "this machine)")
+                     "RBF(1/128): not chosen by 5-fold CV as on the IDA sets, because the ten "
+                     "fits took 938 s (about 95 s each, OMP_NUM_THREADS=1) and the CV protocol "
+                     "needs 260 fits (about 7 h on this 2-core machine)")
 
 
 def run_rvm_usps_cell(cache, data_path=None, seed=0, compute=True):
