@@ -357,7 +357,7 @@ def run_cell(name, split, ratio, method, cache, data_path=None, seed=0, compute=
     rs = seed * 1000 + split
     if method == "rvm":  # Table 1's RVM rows: gamma by 5-fold CV inside the training set
         if name == "usps":
-            return None  # not run: see RVM_USPS_REASON
+            return None  # USPS goes through run_rvm_usps_cell (FastRVC), see _run
         F, n_rv = [], []
         for c in (classes if len(exps) > 1 else [classes[1]]):
             m = _rvm_estimator(C, kernel, rs).fit(X, np.where(y == c, 1, -1))
