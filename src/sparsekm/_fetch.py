@@ -127,8 +127,10 @@ def _require_pooch():
     try:
         import pooch
     except ImportError:
+        from .utils._extras import install_hint
+
         raise ImportError("Downloading the data sets needs the optional dependency 'pooch': "
-                          "pip install 'sparsekm[data]' (or pip install pooch).") from None
+                          f"{install_hint('data')}, or pip install pooch.") from None
     return pooch
 
 

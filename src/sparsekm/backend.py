@@ -201,8 +201,10 @@ def _import_torch():
     try:
         import torch
     except ImportError:
-        raise ImportError("backend='torch' needs PyTorch: pip install 'sparsekm[torch]' "
-                          "(or see https://pytorch.org for a CUDA build).") from None
+        from .utils._extras import install_hint
+
+        raise ImportError(f"backend='torch' needs PyTorch: {install_hint('torch')}; for a "
+                          "CUDA build see https://pytorch.org.") from None
     return torch
 
 

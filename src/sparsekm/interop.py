@@ -257,7 +257,8 @@ def expansion_from_estimator(estimator):
     raise TypeError(
         f"Cannot build a KernelExpansion from {type(estimator).__name__}; supported: SVC and "
         "NuSVC (binary and multi-class), SVR, NuSVR, OneVsRestClassifier(SVC), "
-        "OneVsOneClassifier(SVC), KernelPCA, and sparsekm models with expansion_."
+        "OneVsOneClassifier(SVC), sklearn.decomposition.KernelPCA, and sparsekm models with "
+        "expansion_."
     )
 
 

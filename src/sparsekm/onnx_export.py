@@ -36,6 +36,7 @@ import numpy as np
 
 from .expansion import KernelExpansion
 from .kernels import RBF, InverseMultiquadric, Linear, Polynomial, Sigmoid
+from .utils._extras import install_hint
 
 __all__ = ["to_onnx", "register_skl2onnx_converters", "onnx_head"]
 
@@ -48,7 +49,7 @@ def _import_onnx():
         from onnx import helper, numpy_helper
     except ImportError:  # pragma: no cover - exercised only without the extra
         raise ImportError(
-            "ONNX export needs the optional extra: pip install 'sparsekm[onnx]' "
+            f"ONNX export needs the optional extra: {install_hint('onnx')} "
             "(onnx, onnxruntime, skl2onnx).") from None
     return onnx, helper, numpy_helper
 
@@ -465,11 +466,102 @@ def _skl2onnx_convert(scope, operator, container):
           scores_out=outs[-1].full_name)
 
 
+# -- scikit-learn's kernel approximations (skl2onnx 1.20 has no converter for them) -----
+def _nystroem_expansion(est):
+    """A fitted ``sklearn.kernel_approximation.Nystroem`` as a multi-output expansion.
+
+    ``transform(X) = K(X, components_) @ normalization_.T`` (Williams & Seeger's
+    Nyström features): an expansion over the ``components_`` with coefficient
+    matrix ``normalization_.T`` and no intercept, so :func:`_scores` emits it.
+    Kernel parameters follow :func:`sklearn.metrics.pairwise.pairwise_kernels`:
+    ``gamma=None`` is ``1 / n_features``, ``poly`` defaults to degree 3 and
+    ``coef0 = 1``, ``sigmoid`` to ``coef0 = 1``.
+    """
+    from sklearn.utils.validation import check_is_fitted
+
+    check_is_fitted(est, "normalization_")
+    kernel = est.kernel
+    if callable(kernel) or kernel not in ("rbf", "poly", "polynomial", "sigmoid", "linear"):
+        raise TypeError(
+            f"Nystroem(kernel={kernel!r}) has no ONNX form in sparsekm (supported kernels: "
+            "'rbf', 'poly', 'sigmoid', 'linear').")
+    Z = np.asarray(est.components_, dtype=np.float64)
+    params = est._get_kernel_params()
+    gamma = params.get("gamma")
+    gamma = 1.0 / Z.shape[1] if gamma is None else float(gamma)
+    if kernel == "rbf":
+        k = RBF(gamma)
+    elif kernel == "linear":
+        k = Linear()
+    elif kernel == "sigmoid":
+        k = Sigmoid(kappa=gamma, theta=float(params.get("coef0", 1.0)))
+    else:
+        degree = params.get("degree", 3)
+        if float(degree) != int(degree) or int(degree) < 1:
+            raise TypeError(f"Nystroem(kernel='poly', degree={degree!r}): only whole degrees "
+                            ">= 1 have an ONNX form in sparsekm.")
+        k = Polynomial(degree=int(degree), coef0=float(params.get("coef0", 1.0)), gamma=gamma)
+    W = np.asarray(est.normalization_, dtype=np.float64).T
+    return KernelExpansion(Z, W, k, np.zeros(W.shape[1]))
+
+
+def _emit_nystroem(b, x, est, out):
+    return b.op("Identity", [_scores(b, x, _nystroem_expansion(est))], out=out)
+
+
+def _emit_rbf_sampler(b, x, est, out):
+    """``sqrt(2 / n_components) cos(X W + offset)`` (Rahimi & Recht's random features)."""
+    from sklearn.utils.validation import check_is_fitted
+
+    check_is_fitted(est, "random_weights_")
+    W = np.asarray(est.random_weights_, dtype=np.float64)
+    proj = b.op("Add", [b.op("MatMul", [x, b.const("w", W)]),
+                        b.const("offset", np.asarray(est.random_offset_)[None, :])])
+    scale = b.const("scale", np.sqrt(2.0 / est.n_components))
+    return b.op("Mul", [b.op("Cos", [proj]), scale], out=out)
+
+
+def _n_peer_outputs(est):
+    if hasattr(est, "normalization_"):
+        return est.normalization_.shape[0]
+    return est.random_weights_.shape[1]
+
+
+def _peer_shape(operator):
+    n = operator.inputs[0].get_first_dimension()
+    operator.outputs[0].type = operator.inputs[0].type.__class__(
+        [n, _n_peer_outputs(operator.raw_operator)])
+
+
+def _peer_convert(scope, operator, container):
+    ftype = operator.inputs[0].type
+    dtype = np.float64 if "Double" in type(ftype).__name__ else np.float32
+    est = operator.raw_operator
+    b = _Builder(dtype, prefix=type(est).__name__.lower(), container=container, scope=scope)
+    emit = _emit_nystroem if hasattr(est, "normalization_") else _emit_rbf_sampler
+    emit(b, operator.inputs[0].full_name, est, operator.outputs[0].full_name)
+
+
+def _skl2onnx_has_converter(cls):
+    """True when the installed skl2onnx converts ``cls`` itself (sparsekm then defers)."""
+    from skl2onnx._supported_operators import sklearn_operator_name_map
+
+    alias = sklearn_operator_name_map.get(cls)
+    return alias is not None and not str(alias).startswith("Sparsekm")
+
+
 def register_skl2onnx_converters():
     """Register sparsekm's models with skl2onnx (idempotent).
 
     After this, ``skl2onnx.to_onnx(Pipeline([StandardScaler(), ReducedSetClassifier(...)]),
     X)`` converts the whole pipeline. :func:`to_onnx` calls it for pipelines.
+
+    It also registers converters for scikit-learn's own kernel approximations
+    ``sklearn.kernel_approximation.Nystroem`` (kernels ``rbf``, ``poly``,
+    ``sigmoid``, ``linear``) and ``RBFSampler``, which skl2onnx (1.20) does not
+    convert, so that a peer's ``Pipeline([Nystroem(...), LinearSVC()])`` or
+    ``Pipeline([RBFSampler(...), LogisticRegression()])`` exports too. Should a
+    later skl2onnx convert them itself, its converter is kept.
     """
     global _REGISTERED
     if _REGISTERED:
@@ -477,8 +569,9 @@ def register_skl2onnx_converters():
     try:
         from skl2onnx import update_registered_converter
     except ImportError:  # pragma: no cover
-        raise ImportError("Pipeline export needs skl2onnx: pip install 'sparsekm[onnx]'.") \
-            from None
+        raise ImportError(f"Pipeline export needs skl2onnx: {install_hint('onnx')}.") from None
+    from sklearn.kernel_approximation import Nystroem, RBFSampler
+
     from . import models
     from .multiclass import ExpansionClassifier
 
@@ -488,6 +581,10 @@ def register_skl2onnx_converters():
             continue
         update_registered_converter(cls, f"Sparsekm{cls.__name__}", _skl2onnx_shape,
                                     _skl2onnx_convert, parser=_skl2onnx_parser)
+    for cls in (Nystroem, RBFSampler):
+        if not _skl2onnx_has_converter(cls):
+            update_registered_converter(cls, f"Sparsekm{cls.__name__}", _peer_shape,
+                                        _peer_convert)
     _REGISTERED = True
 
 

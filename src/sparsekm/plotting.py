@@ -57,8 +57,8 @@ def _label_axes(ax, xlabel, ylabel, title, logx):
 
 
 
-def image_grid(images, image_shape, *, titles=None, ncols=10, cmap="gray_r", suptitle=None,
-               path=None, symmetric=False, row_labels=None):
+def image_grid(images, image_shape, *, titles=None, ncols=10, cmap=None, suptitle=None,
+               path=None, symmetric=False, row_labels=None, center=None):
     """Show rows of ``images`` as a grid of ``image_shape`` pictures (e.g. 16x16 digits).
 
     Parameters
@@ -68,8 +68,19 @@ def image_grid(images, image_shape, *, titles=None, ncols=10, cmap="gray_r", sup
     titles : list of str, optional
         One caption per image (e.g. the coefficient of a reduced-set vector).
     ncols : int
+    cmap : str, optional
+        Colour map; default ``"gray_r"``, or ``"RdGy"`` with ``center`` (white at the
+        centre, dark above it, red below).
     symmetric : bool
-        Use a colour scale symmetric around 0 (for eigenvector images).
+        Use a colour scale symmetric around 0 for each image on its own (for
+        eigenvector images).
+    center : float, optional
+        One colour scale shared by all images, symmetric around ``center`` (e.g. the
+        blank-paper value of digit images): ``center +- max |image - center|`` over
+        all images (its 99th percentile, so that a few outlying pixels do not wash
+        out the rest; they are drawn in the end colours), with a colour bar. Tiles
+        then compare: a faint vector looks faint. Without it each image is scaled
+        on its own.
     row_labels : list of str, optional
         One label per row of the grid, written left of the row.
     path : str or Path, optional
@@ -87,24 +98,34 @@ def image_grid(images, image_shape, *, titles=None, ncols=10, cmap="gray_r", sup
     fig, axes = plt.subplots(nrows, ncols, squeeze=False, layout="constrained",
                              figsize=(cell_w * ncols + extra_w,
                                       cell_h * nrows + (0.45 if suptitle else 0.0)))
+    shared = None
+    if center is not None:
+        center = float(center)
+        v = float(np.percentile(np.abs(images - center), 99)) if images.size else 0.0
+        shared = dict(cmap=cmap or "RdGy", vmin=center - (v or 1.0), vmax=center + (v or 1.0))
     for i, ax in enumerate(axes.flat):
         ax.set_axis_off()
         if i >= n:
             continue
         img = images[i].reshape(image_shape)
-        if symmetric:
+        if shared is not None:
+            im = ax.imshow(img, **shared)
+        elif symmetric:
             v = np.abs(img).max() or 1.0
             ax.imshow(img, cmap="RdBu_r", vmin=-v, vmax=v)
         else:
-            ax.imshow(img, cmap=cmap)
+            ax.imshow(img, cmap=cmap or "gray_r")
         if titles is not None:
             ax.set_title(titles[i], fontsize=7)
     if row_labels is not None:
         for r, label in enumerate(row_labels[:nrows]):
             axes[r, 0].text(-0.08, 0.5, label, transform=axes[r, 0].transAxes, ha="right",
                             va="center", fontsize=10)
+    if shared is not None and n:
+        fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.6, aspect=30, pad=0.01,
+                     extend="both")
     if suptitle:
-        fig.suptitle(suptitle, fontsize=min(12, max(9, 0.5 * ncols)))
+        fig.suptitle(suptitle, fontsize=min(12, max(9, 0.5 * ncols)), wrap=True)
     return savefig(fig, path) if path is not None else fig
 
 

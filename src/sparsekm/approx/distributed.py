@@ -95,8 +95,10 @@ def get_client(client=None, owner="sparsekm"):
     try:
         import distributed
     except ImportError:  # pragma: no cover - dask is an extra
+        from ..utils._extras import install_hint
+
         raise ImportError(f"{owner} on a dask array needs dask.distributed: "
-                          "pip install sparsekm[dask].") from None
+                          f"{install_hint('dask')}.") from None
     if client is None:
         try:
             client = distributed.get_client()
