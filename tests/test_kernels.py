@@ -293,3 +293,54 @@ def test_large_distances_do_not_go_negative(rng):
     # the self-Gram diagonal is exactly k(0) even where GEMM distances lose digits
     assert np.all(np.diag(RBF(1.0)(X)) == 1.0)
     assert np.all(np.diag(InverseMultiquadric(-0.5)(X)) == 1.0)
+
+
+def test_projected_kernel_projects_an_expansions_vectors_once(rng, monkeypatch):
+    """Issue 26: Z P of the expansion's vectors is computed once across calls; the
+    outputs are those of the uncached kernel (k(x P, z P) computed directly)."""
+    import copy
+    import gc
+    import pickle
+
+    from sparsekm import KernelExpansion
+    from sparsekm.kernels import ProjectedKernel, RandomProjection
+
+    kernel = ProjectedKernel(RBF(0.05), RandomProjection(30, 12, random_state=0))
+    psi = KernelExpansion(rng.normal(size=(40, 30)), rng.normal(size=(40, 3)), kernel, 0.5)
+    projected = []
+    original = ProjectedKernel._project_rows
+
+    def spy(self, X):
+        projected.append(X.shape[0])
+        return original(self, X)
+
+    monkeypatch.setattr(ProjectedKernel, "_project_rows", spy)
+    P = kernel.projection.matrix
+    Z = np.asarray(psi.vectors)
+    outs = []
+    for n_rows in (5, 7, 1):
+        X = rng.normal(size=(n_rows, 30))
+        out = psi.decision_function(X)
+        ref = RBF(0.05)(X @ P, Z @ P) @ psi.coef + 0.5
+        np.testing.assert_allclose(out, ref, rtol=1e-12, atol=1e-12)
+        outs.append((X, out))
+    # the 40 vectors were projected once; each X once per call
+    assert projected == [5, 40, 7, 1]
+    # gradients and Gram blocks against the vectors use the same cached projection
+    projected.clear()
+    kernel(outs[0][0], psi.vectors)
+    assert projected == [5]
+    # a writable array is projected every time (its values may change)
+    W = np.array(psi.vectors)
+    kernel(outs[0][0], W)
+    W += 1.0
+    np.testing.assert_allclose(kernel(outs[0][0], W), RBF(0.05)(outs[0][0] @ P, W @ P),
+                               rtol=1e-12)
+    # copies (pickle, deepcopy) evaluate alike without carrying the cache
+    for clone in (pickle.loads(pickle.dumps(psi)), copy.deepcopy(psi)):
+        np.testing.assert_allclose(clone.decision_function(outs[0][0]), outs[0][1], rtol=1e-12)
+    # the cache forgets an expansion that is gone
+    assert len(kernel._projected) >= 1
+    del psi, clone, Z  # Z is the expansion's own (read-only) array
+    gc.collect()
+    assert len(kernel._projected) == 0

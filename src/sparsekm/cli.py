@@ -399,7 +399,8 @@ def read_matrix(path, index_col=False, *, note=None):
         delimiter = "," if "," in first else None
         try:
             float(first.replace(",", " ").split()[0])
-            skip = 0
+            # an empty first field (",0,1,2": pandas' header over its index) is a header
+            skip = int(delimiter == "," and first.split(",")[0].strip() == "")
         except (ValueError, IndexError):
             skip = 1  # a header line
         try:
@@ -409,7 +410,7 @@ def read_matrix(path, index_col=False, *, note=None):
         fields = first.rstrip("\r\n").split(",") if delimiter == "," else []
         pandas_index = (skip == 1 and len(fields) == X.shape[1] and X.shape[1] > 1
                         and fields[0].strip() == "" and all(f.strip() for f in fields[1:])
-                        and _index_like(X[:, 0]))
+                        and _index_like(X[:, 0]))  # pandas' to_csv(): an unnamed index
     if X.ndim == 2 and (index_col or pandas_index) and X.shape[1] > 1:
         if pandas_index and not index_col:
             text = (f"{path}: the first column has no name in the header and holds 0, 1, 2, "
@@ -869,7 +870,7 @@ def cmd_data(args):
             if args.debug:
                 raise
             raise CLIError(
-                f"could not download {name}: no source could be reached (offline?). Run "
+                f"could not download {name} from any source (offline, or behind a proxy?). Run "
                 "'sparsekm data fetch' again with a connection, or copy a data folder that "
                 "has it from another machine and point sparsekm at it with --data DIR or "
                 "SPARSEKM_DATA=DIR (--debug lists each source's error)") from exc
