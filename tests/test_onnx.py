@@ -304,3 +304,85 @@ def test_usps_parity():
         ref = clf.decision_function(Xt)
         _check_scores(out["scores"], ref, dtype)
         np.testing.assert_array_equal(out["label"], clf.predict(Xt))
+
+
+# -- issue 26: scikit-learn's Nystroem and RBFSampler (no skl2onnx converter of their own)
+def _peer_pipelines(X, y):
+    from sklearn.kernel_approximation import Nystroem, RBFSampler
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.svm import LinearSVC
+
+    return {
+        "nystroem-rbf+linearsvc": Pipeline([
+            ("ny", Nystroem(gamma=0.05, n_components=60, random_state=0)),
+            ("svm", LinearSVC(C=1.0))]).fit(X, y),
+        "nystroem-poly+linearsvc": Pipeline([
+            ("sc", StandardScaler()),
+            ("ny", Nystroem(kernel="poly", degree=2, n_components=40, random_state=0)),
+            ("svm", LinearSVC(C=0.1))]).fit(X, y),
+        "rbfsampler+logreg": Pipeline([
+            ("rff", RBFSampler(gamma=0.05, n_components=100, random_state=0)),
+            ("lr", LogisticRegression(max_iter=2000))]).fit(X, y),
+    }
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_peer_pipelines_with_nystroem_and_rbf_sampler_export(digits, dtype):
+    skl2onnx = pytest.importorskip("skl2onnx")
+    from skl2onnx.common.data_types import DoubleTensorType, FloatTensorType
+    from sklearn.linear_model import LogisticRegression
+
+    X, y, Xt, _ = digits
+    register_skl2onnx_converters()
+    ttype = DoubleTensorType if dtype == np.float64 else FloatTensorType
+    types = [("X", ttype([None, X.shape[1]]))]
+    for name, pipe in _peer_pipelines(X, y).items():
+        logreg = isinstance(pipe[-1], LogisticRegression)
+        # skl2onnx alone: a probability tensor (not zipmap) for the logistic regression;
+        # raw scores for LinearSVC (its float64 conversion needs them; and without an
+        # option of its own skl2onnx 1.20 adds zipmap, which LinearSVC refuses)
+        proto = skl2onnx.to_onnx(pipe, initial_types=types, options={
+            id(pipe[-1]): {"zipmap": False} if logreg else {"raw_scores": True}})
+        sess = ort.InferenceSession(proto.SerializeToString(),
+                                    providers=["CPUExecutionProvider"])
+        label, scores = sess.run(None, {"X": Xt.astype(dtype)})
+        np.testing.assert_array_equal(label, pipe.predict(Xt), err_msg=name)
+        ref = pipe.predict_proba(Xt) if logreg else pipe.decision_function(Xt)
+        _check_scores(scores, ref, dtype)
+        # the features alone (Nystroem / RBFSampler, after the scaler if any)
+        features = pipe[:-1]
+        (got,) = _run(skl2onnx.to_onnx(features, initial_types=types), Xt.astype(dtype)).values()
+        _check_scores(got, features.transform(Xt), dtype)
+    # and through sparsekm.to_onnx, which registers the converters and sets those options
+    for name, pipe in _peer_pipelines(X, y).items():
+        out = list(_run(sparsekm.to_onnx(pipe, X_sample=Xt, dtype=dtype),
+                        Xt.astype(dtype)).values())
+        np.testing.assert_array_equal(out[0], pipe.predict(Xt), err_msg=name)
+        ref = (pipe.predict_proba(Xt) if name.startswith("rbfsampler")
+               else pipe.decision_function(Xt))
+        _check_scores(out[1], ref, dtype)
+
+
+def test_nystroem_kernels_without_onnx_form_are_refused(digits):
+    pytest.importorskip("skl2onnx")
+    from sklearn.kernel_approximation import Nystroem
+
+    X, y, _, _ = digits
+    from sklearn.svm import LinearSVC
+
+    pipe = Pipeline([("ny", Nystroem(kernel="laplacian", n_components=10, random_state=0)),
+                     ("svm", LinearSVC())]).fit(X, y)
+    with pytest.raises(TypeError, match="Nystroem.*laplacian.*no ONNX form"):
+        sparsekm.to_onnx(pipe, X_sample=X[:2])
+
+
+def test_install_hint_names_the_checkout_form(monkeypatch):
+    import sys
+
+    from sparsekm import onnx_export
+
+    monkeypatch.setitem(sys.modules, "onnx", None)
+    with pytest.raises(ImportError) as exc:
+        onnx_export._import_onnx()
+    assert "pip install 'sparsekm[onnx]'" in str(exc.value)
+    assert "pip install '.[onnx]'" in str(exc.value)

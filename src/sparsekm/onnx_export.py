@@ -602,4 +602,32 @@ def _pipeline_to_onnx(pipe, X_sample, dtype, target_opset):
         n_features = np.asarray(X_sample).shape[1]
     ttype = DoubleTensorType if dtype == np.float64 else FloatTensorType
     return skl_to_onnx(pipe, initial_types=[("X", ttype([None, n_features]))],
-                       target_opset=target_opset)
+                       target_opset=target_opset, options=_peer_classifier_options(pipe))
+
+
+def _peer_classifier_options(pipe):
+    """skl2onnx options for the scikit-learn classifiers among a pipeline's steps.
+
+    Inside a ``Pipeline`` skl2onnx (1.20) gives every classifier step the option
+    ``zipmap=True``: a list of dictionaries instead of a probability tensor, and an
+    error for ``LinearSVC``, whose converter has no such option. Here classifiers
+    with ``predict_proba`` output a tensor (``zipmap=False``), like sparsekm's
+    ``scores``, and ``LinearSVC`` outputs its decision values (``raw_scores=True``,
+    which its float64 conversion needs too).
+    """
+    from sklearn.base import is_classifier
+    from sklearn.svm import LinearSVC
+
+    options = {}
+    for _, step in pipe.steps:
+        if not is_classifier(step) or _is_sparsekm_model(step):
+            continue
+        if isinstance(step, LinearSVC):
+            options[id(step)] = {"raw_scores": True}
+        elif hasattr(step, "predict_proba"):
+            options[id(step)] = {"zipmap": False}
+    return options or None
+
+
+def _is_sparsekm_model(obj):
+    return type(obj).__module__.split(".")[0] == "sparsekm"
