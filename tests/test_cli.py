@@ -31,9 +31,26 @@ def test_info(capsys):
     assert "data folder" in out
 
 
-def test_demo_prints_table_and_writes_figure(capsys, tmp_path):
+def test_demo_prints_table_and_writes_figure(capsys, tmp_path, monkeypatch):
+    from sparsekm import cli
+
+    # the speed-up columns are ratios of what _cpu_timings returns (least CPU time of
+    # the repeats): fixed numbers here, so the test checks the arithmetic, not timing
+    fake = {"sklearn": 8.0, "exact": 2.0, "RS-25": 0.25, "RS-50": 0.5, "RS-50+refine": 0.5,
+            "SLMC-5 per class": 0.4}
+    calls = []
+
+    def cpu_timings(fns, repeat=9):
+        calls.append((sorted(fns), repeat))
+        return {k: fake[k] for k in fns}
+
+    monkeypatch.setattr(cli, "_cpu_timings", cpu_timings)
     assert main(["demo", "--quiet", "--out", str(tmp_path)]) == 0
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
+    out = captured.out
+    assert calls == [(sorted(fake), cli._DEMO_REPEATS)]
+    # --quiet: no progress bar, and no warning of any kind (SLMC's short run included)
+    assert captured.err == "", captured.err
     rows = {}
     for line in out.splitlines():
         m = re.match(r"(.+?)\s{2,}(\d+)\s+([\d.]+)%\s+([\d.]+)%\s+(-|[\d.]+x)\s+([\d.]+)x",
@@ -53,6 +70,49 @@ def test_demo_prints_table_and_writes_figure(capsys, tmp_path):
     assert rows["SLMC-5 per class"][0] == 50
     assert "'vs exact' against the same SVC in sparsekm's own evaluator" in out
     assert (tmp_path / "demo_rs_vectors.png").stat().st_size > 10_000
+    for key, (_, _, _, vs_exact, vs_sklearn) in rows.items():
+        if key.startswith(("RS-25", "RS-50 (", "SLMC")):
+            name = key.replace(" (shared)", "")
+            assert vs_exact == pytest.approx(fake["exact"] / fake[name], abs=0.05)
+            assert vs_sklearn == pytest.approx(fake["sklearn"] / fake[name], abs=0.05)
+    assert "least of 9" in " ".join(out.split()) and "CPU time" in out
+    # accurate wording: the SVC's settings are the papers', not scikit-learn's defaults
+    assert "default one-vs-one SVC" not in out and "SVC(C=10, gamma=1/32)" in out
+    assert "defaults would be C=1, gamma='scale'" in out
+
+
+def test_cpu_timings_report_the_least_cpu_time_of_the_repeats():
+    from sparsekm import cli
+
+    # a fake CPU clock: each call of a contender advances it by its next duration
+    durations = {"a": iter([5.0, 3.0, 4.0, 9.0]), "b": iter([1.0, 2.0, 0.5, 7.0])}
+    now = [0.0]
+
+    def clock():
+        return now[0]
+
+    def runner(name):
+        def fn():
+            now[0] += next(durations[name])
+        return fn
+
+    t = cli._cpu_timings({"a": runner("a"), "b": runner("b")}, repeat=3, clock=clock)
+    # the warm-up (5.0 and 1.0) is not timed; the least of the 3 timed runs counts
+    assert t == {"a": 3.0, "b": 0.5}
+
+
+def test_rs_vector_classes_follow_the_strongest_pair():
+    import numpy as np
+
+    from sparsekm import cli
+
+    classes = np.array([3, 5, 7])  # pairs (3,5), (3,7), (5,7)
+    coef = np.array([[0.1, -2.0, 0.5],   # strongest: (3,7) negative -> votes for 7
+                     [1.5, 0.2, -0.1],   # (3,5) positive -> 3
+                     [0.0, 0.3, -0.9]])  # (5,7) negative -> 7
+    got = cli._rs_vector_classes(coef, classes)
+    assert [(c, o) for c, o, _ in got] == [(7, 3), (3, 5), (7, 5)]
+    assert [b for _, _, b in got] == [-2.0, 1.5, -0.9]
 
 
 def test_reproduce_unknown_name_is_usage_error(capsys):
@@ -103,7 +163,7 @@ def test_predict_errors_are_one_line(tmp_path, capsys):
     (tmp_path / "bad.skm").write_bytes(b"not a model")
     np.save(tmp_path / "x.npy", np.ones((2, 3)))
     assert main(["predict", str(tmp_path / "bad.skm"), str(tmp_path / "x.npy")]) == 1
-    assert "FormatError" in capsys.readouterr().err
+    assert "bad.skm is corrupt: it is not a valid sparsekm file" in capsys.readouterr().err
     import sparsekm
     from sparsekm.kernels import RBF
 
@@ -325,9 +385,20 @@ def test_predict_into_closed_pipe_is_quiet(tmp_path):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     cmd = (f"'{sys.executable}' -m sparsekm.cli predict '{tmp_path / 'm.skm'}' "
            f"'{tmp_path / 'x.npy'}' | head -1")
-    res = subprocess.run(cmd, shell=True, capture_output=True, text=True, env=env, timeout=120)
+    res = subprocess.run(["bash", "-c", "set -o pipefail; " + cmd], capture_output=True,
+                         text=True, env=env, timeout=120)
     assert len(res.stdout.splitlines()) == 1
     assert res.stderr == "", res.stderr
+    assert res.returncode == 0  # with pipefail: sparsekm's own exit status
+    # the same with a reader that closes its end after one line
+    proc = subprocess.Popen([sys.executable, "-m", "sparsekm.cli", "predict",
+                             str(tmp_path / "m.skm"), str(tmp_path / "x.npy")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert proc.stdout.readline()
+    proc.stdout.close()
+    assert proc.wait(timeout=120) == 0
+    assert proc.stderr.read() == b""
+    proc.stderr.close()
     # a fresh process loads a saved classifier (its class is registered on demand)
     from sklearn.datasets import load_iris
     from sklearn.svm import SVC
@@ -396,3 +467,256 @@ def test_reduce_saved_sparsekm_classifiers_keeps_classes(tmp_path, capsys):
         np.testing.assert_array_equal(small.classes_, model.classes_)
         assert np.mean(small.predict(X) == model.predict(X)) > 0.5
     capsys.readouterr()
+
+
+# -- issue 26: the CLI as a new user meets it ----------------------------------------
+def _error_line(err):
+    """The one error line of a run's stderr (asserting there is exactly one line)."""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("sparsekm: error: "), err
+    return lines[0]
+
+
+@pytest.fixture
+def binary_svc(tmp_path):
+    import joblib
+    import numpy as np
+    from sklearn.svm import SVC
+
+    import sparsekm
+    from sparsekm.multiclass import ExpansionClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 4))
+    y = (X[:, 0] + X[:, 1] ** 2 > 0.5).astype(int)
+    svc = SVC(C=10, gamma=0.5).fit(X, y)
+    joblib.dump(svc, tmp_path / "svc.joblib")
+    sparsekm.save(ExpansionClassifier.from_estimator(svc), tmp_path / "svc.skm")
+    np.save(tmp_path / "x.npy", X)
+    (tmp_path / "key").write_text("a secret\n")
+    return tmp_path, X, svc
+
+
+def test_predict_on_a_pickle_says_to_run_reduce(binary_svc, capsys):
+    d, _, _ = binary_svc
+    for cmd in (["predict", str(d / "svc.joblib"), str(d / "x.npy")],
+                ["export", str(d / "svc.joblib"), "-o", str(d / "m.onnx")]):
+        assert main(cmd) == 1
+        line = _error_line(capsys.readouterr().err)
+        assert "is a pickle" in line and "sparsekm reduce" in line and "--trust-pickle" in line
+        assert "corrupt" not in line
+
+
+def test_key_file_on_an_unsigned_file_says_unsigned(binary_svc, capsys, tmp_path):
+    import sparsekm
+
+    d, _, svc = binary_svc
+    assert main(["predict", str(d / "svc.skm"), str(d / "x.npy"), "--key-file",
+                 str(d / "key")]) == 1
+    line = _error_line(capsys.readouterr().err)
+    assert "is not signed" in line and "corrupt" not in line
+    # a file signed with another key: the signature does not match (not "corrupt")
+    sparsekm.save(sparsekm.load(d / "svc.skm"), tmp_path / "other.skm", key=b"other key")
+    assert main(["predict", str(tmp_path / "other.skm"), str(d / "x.npy"), "--key-file",
+                 str(d / "key")]) == 1
+    line = _error_line(capsys.readouterr().err)
+    assert "does not match the key" in line and "corrupt" not in line
+
+
+def test_reduce_signs_a_joblib_input_in_one_step(binary_svc, capsys):
+    import numpy as np
+
+    import sparsekm
+
+    d, X, svc = binary_svc
+    assert main(["--quiet", "reduce", str(d / "svc.joblib"), "--trust-pickle", "--key-file",
+                 str(d / "key"), "-n", "6", "-o", str(d / "small.skm")]) == 0
+    small = sparsekm.load(d / "small.skm", key=b"a secret")
+    assert small.expansion.n_terms == 6
+    assert np.mean(small.predict(X) == svc.predict(X)) > 0.8
+    with pytest.raises(sparsekm.FormatError, match="authentication failed"):
+        sparsekm.load(d / "small.skm", key=b"another key")
+    # without --trust-pickle the pickle is still refused, saying how to proceed
+    capsys.readouterr()
+    assert main(["reduce", str(d / "svc.joblib"), "--key-file", str(d / "key"), "-n", "6",
+                 "-o", str(d / "u.skm")]) == 1
+    assert "--trust-pickle" in _error_line(capsys.readouterr().err)
+    assert not (d / "u.skm").exists()
+
+
+def test_pandas_csv_with_its_index_column(binary_svc, capsys):
+    import numpy as np
+    import pandas as pd
+
+    d, X, svc = binary_svc
+    ref = [str(v) for v in svc.predict(X)]
+    # header + unnamed index column (DataFrame.to_csv()), named or integer column names
+    for name, frame in (("named", pd.DataFrame(X, columns=list("abcd"))),
+                        ("numbered", pd.DataFrame(X))):
+        frame.to_csv(d / f"{name}.csv")
+        assert main(["predict", str(d / "svc.skm"), str(d / f"{name}.csv")]) == 0
+        out = capsys.readouterr()
+        assert out.out.split() == ref
+        assert out.err.count("\n") == 1 and "read as a pandas index" in out.err
+        assert "index=False" in out.err
+    # no header: 5 columns for a 4-feature model, the first 0, 1, 2, ...: a hint ...
+    pd.DataFrame(X).to_csv(d / "noheader.csv", header=False)
+    assert main(["predict", str(d / "svc.skm"), str(d / "noheader.csv")]) == 1
+    line = _error_line(capsys.readouterr().err)
+    assert "5 columns but the model expects 4 features" in line
+    assert "index=False" in line and "--index-col" in line
+    # ... and --index-col skips it
+    assert main(["predict", str(d / "svc.skm"), str(d / "noheader.csv"), "--index-col"]) == 0
+    assert capsys.readouterr().out.split() == ref
+    # a plain CSV without index is read as it is, without a note
+    np.savetxt(d / "plain.csv", X, delimiter=",")
+    assert main(["predict", str(d / "svc.skm"), str(d / "plain.csv")]) == 0
+    out = capsys.readouterr()
+    assert out.out.split() == ref and out.err == ""
+
+
+def test_predict_output_format_follows_the_extension(binary_svc, capsys):
+    import json
+
+    import numpy as np
+
+    d, X, svc = binary_svc
+    labels = svc.predict(X)
+    dec = svc.decision_function(X)
+    for ext in (".json", ".npy", ".csv", ".txt"):
+        for decision in (False, True):
+            path = d / f"out{int(decision)}{ext}"
+            assert main(["predict", str(d / "svc.skm"), str(d / "x.npy"), "-o", str(path)]
+                        + (["--decision"] if decision else [])) == 0
+            ref = dec if decision else labels
+            if ext == ".json":
+                got = np.array(json.loads(path.read_text()))
+            elif ext == ".npy":
+                got = np.load(path)
+            else:
+                got = np.loadtxt(path, delimiter="," if ext == ".csv" else None)
+            np.testing.assert_allclose(got, ref, rtol=1e-12)
+    capsys.readouterr()
+    # rows of several values: comma-separated in .csv, space-separated in .txt
+    from sparsekm.cli import write_matrix
+
+    write_matrix(d / "m.csv", np.array([[1.0, 2.5], [3.0, 4.0]]))
+    write_matrix(d / "m.txt", np.array([[1.0, 2.5], [3.0, 4.0]]))
+    write_matrix(d / "m.json", np.array([["a", "b"]]))
+    assert (d / "m.csv").read_text() == "1,2.5\n3,4\n"
+    assert (d / "m.txt").read_text() == "1 2.5\n3 4\n"
+    assert json.loads((d / "m.json").read_text()) == [["a", "b"]]
+    for bad in ("out.xyz", "out"):
+        with pytest.raises(SystemExit) as exc:
+            main(["predict", str(d / "svc.skm"), str(d / "x.npy"), "-o", str(d / bad)])
+        assert exc.value.code == 2
+        err = capsys.readouterr().err
+        assert "unknown output format" in err and ".json" in err
+        assert not (d / bad).exists()
+
+
+def test_denoise_refuses_gamma_with_width(tmp_path, capsys):
+    import numpy as np
+
+    np.save(tmp_path / "x.npy", np.random.default_rng(0).normal(size=(20, 2)))
+    base = ["denoise", "--train", str(tmp_path / "x.npy"), "--input", str(tmp_path / "x.npy"),
+            "--n-components", "1"]
+    with pytest.raises(SystemExit) as exc:
+        main(base + ["--output", str(tmp_path / "z.npy"), "--gamma", "1", "--width", "2"])
+    assert exc.value.code == 2
+    assert "--gamma and --width both set" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main(base + ["--output", str(tmp_path / "z.dat"), "--width", "2"])
+    assert exc.value.code == 2 and "unknown output format" in capsys.readouterr().err
+    assert not (tmp_path / "z.npy").exists() and not (tmp_path / "z.dat").exists()
+
+
+def test_reduce_a_kernel_pca_file_and_an_accurate_refusal(tmp_path, capsys):
+    import joblib
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+
+    import sparsekm
+    from sparsekm.kernels import RBF
+    from sparsekm.models import KernelPCA
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 4))
+    kpca = KernelPCA(n_components=2, kernel=RBF(0.2)).fit(X)
+    sparsekm.save(kpca, tmp_path / "kpca.skm")
+    assert main(["--quiet", "reduce", str(tmp_path / "kpca.skm"), "-n", "30", "-o",
+                 str(tmp_path / "small.skm")]) == 0
+    small = sparsekm.load(tmp_path / "small.skm")
+    assert small.n_terms == 30 and small.n_outputs == 2
+    Z = kpca.transform(X)
+    assert np.linalg.norm(small.decision_function(X) - Z) < 0.2 * np.linalg.norm(Z)
+    # a model reduce cannot shrink: the refusal lists what it can, accurately
+    capsys.readouterr()
+    joblib.dump(LogisticRegression().fit(X, X[:, 0] > 0), tmp_path / "lr.joblib")
+    assert main(["reduce", str(tmp_path / "lr.joblib"), "--trust-pickle", "-n", "3", "-o",
+                 str(tmp_path / "u.skm")]) == 1
+    line = [ln for ln in capsys.readouterr().err.splitlines() if "error" in ln]
+    assert len(line) == 1 and "LogisticRegression, which reduce cannot shrink" in line[0]
+    assert "sklearn.decomposition.KernelPCA" in line[0]
+
+
+def test_data_fetch_offline_is_one_line(tmp_path, capsys):
+    # a port nothing listens on: every download fails at once, as offline
+    assert main(["--quiet", "data", "fetch", "ripley", "--data", str(tmp_path / "d"),
+                 "--base-url", "http://127.0.0.1:9"]) == 1
+    captured = capsys.readouterr()
+    line = _error_line(captured.err)
+    assert "could not download ripley" in line
+    assert "--data" in line and "SPARSEKM_DATA" in line
+    assert "Connection" not in captured.err and "127.0.0.1" not in captured.err
+
+
+def test_warnings_reach_stderr_as_one_line(capsys, monkeypatch):
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    from sparsekm import cli
+
+    def noisy(args):
+        warnings.warn("first line of a warning\nand a second", UserWarning, stacklevel=1)
+        warnings.warn("stopped at max_iter", ConvergenceWarning, stacklevel=1)
+        return 0
+
+    monkeypatch.setattr(cli, "cmd_info", noisy)
+    assert main(["info"]) == 0
+    assert capsys.readouterr().err.splitlines() == [
+        "sparsekm: warning: first line of a warning (--debug shows the rest)",
+        "sparsekm: warning: stopped at max_iter"]
+    # --quiet drops the convergence notice, never other warnings
+    assert main(["info", "--quiet"]) == 0
+    assert capsys.readouterr().err.splitlines() == [
+        "sparsekm: warning: first line of a warning (--debug shows the rest)"]
+
+
+def test_multi_line_errors_are_cut_to_one_line(capsys, monkeypatch):
+    from sparsekm import cli
+
+    def boom(args):
+        raise OSError("it failed\n  because of this\n  and that")
+
+    monkeypatch.setattr(cli, "cmd_info", boom)
+    assert main(["info"]) == 1
+    assert capsys.readouterr().err == (
+        "sparsekm: error: OSError: it failed (--debug shows the rest)\n")
+
+
+def test_reduce_offers_select_backward(binary_svc, capsys):
+    import numpy as np
+
+    import sparsekm
+
+    d, X, svc = binary_svc
+    assert main(["--quiet", "reduce", str(d / "svc.skm"), "-n", "8", "--method",
+                 "select-backward", "-o", str(d / "sb.skm")]) == 0
+    assert "reduced with select-backward" in capsys.readouterr().out
+    small = sparsekm.load(d / "sb.skm")
+    assert small.expansion.n_terms == 8
+    # a selection: its vectors are some of the SVC's support vectors
+    sv = {tuple(v) for v in svc.support_vectors_}
+    assert all(tuple(v) in sv for v in np.asarray(small.expansion.vectors))
