@@ -86,3 +86,23 @@ def test_error_curves_put_many_legends_outside():
     legend = fig.axes[0].get_legend()
     assert legend is not None and len(legend.get_texts()) == 6
     assert fig.get_size_inches()[0] == pytest.approx(8.0)
+
+
+def test_image_grid_shared_scale_around_the_background():
+    """Issue 26: with ``center`` every tile uses one colour scale, symmetric around the
+    background value, so that faint and strong vectors compare (and a colour bar)."""
+    rng = np.random.default_rng(0)
+    images = -1.0 + rng.uniform(0, 2, size=(12, 64)) * rng.uniform(0.1, 1.0, size=(12, 1))
+    fig = plotting.image_grid(images, (8, 8), ncols=6, center=-1.0,
+                              titles=[str(i) for i in range(12)])
+    ims = [ax.images[0] for ax in fig.axes if ax.images]
+    assert len(ims) == 12
+    clims = {im.get_clim() for im in ims}
+    assert len(clims) == 1  # one scale for all tiles
+    lo, hi = clims.pop()
+    assert (lo + hi) / 2 == pytest.approx(-1.0)  # symmetric around the background
+    assert hi - (-1.0) == pytest.approx(np.percentile(np.abs(images + 1.0), 99))
+    assert len(fig.axes) == 12 + 1  # the tiles and one colour bar
+    # without center each tile keeps its own scale
+    fig = plotting.image_grid(images, (8, 8), ncols=6)
+    assert len({ax.images[0].get_clim() for ax in fig.axes if ax.images}) > 1
