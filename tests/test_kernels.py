@@ -337,10 +337,11 @@ def test_projected_kernel_projects_an_expansions_vectors_once(rng, monkeypatch):
     np.testing.assert_allclose(kernel(outs[0][0], W), RBF(0.05)(outs[0][0] @ P, W @ P),
                                rtol=1e-12)
     # copies (pickle, deepcopy) evaluate alike without carrying the cache
-    for clone in (pickle.loads(pickle.dumps(psi)), copy.deepcopy(psi)):
-        np.testing.assert_allclose(clone.decision_function(outs[0][0]), outs[0][1], rtol=1e-12)
+    for copied in (pickle.loads(pickle.dumps(psi)), copy.deepcopy(psi)):
+        np.testing.assert_allclose(copied.decision_function(outs[0][0]), outs[0][1],
+                                   rtol=1e-12)
     # the cache forgets an expansion that is gone
     assert len(kernel._projected) >= 1
-    del psi, clone, Z  # Z is the expansion's own (read-only) array
+    del psi, copied, Z  # Z is the expansion's own (read-only) array
     gc.collect()
     assert len(kernel._projected) == 0

@@ -226,8 +226,6 @@ def _load_matrix(path, name):
 
 
 def cmd_denoise(args):
-    import numpy as np
-
     from .kernels import RBF
     from .models.kernel_pca import KernelPCA, linear_pca_denoise
 
