@@ -469,9 +469,9 @@ def _format_error_message(path, exc, key):
 
     text = str(exc)
     if key is not None and "no authentication tag" in text:
-        return (f"{path} is not signed (it was saved without a key), so --key-file cannot "
-                "verify it: drop --key-file if you trust the file, or sign it once with "
-                "sparsekm.save(sparsekm.load(PATH), OUT, key=KEY)")
+        return (f"{path} is not signed (no authentication tag: it was saved without a key), "
+                "so --key-file cannot verify it: drop --key-file if you trust the file, or "
+                "sign it once with sparsekm.save(sparsekm.load(PATH), OUT, key=KEY)")
     if key is not None and "authentication failed" in text:
         return (f"{path}: its signature does not match the key in --key-file (a different "
                 "key, or the file was modified after it was signed); nothing was loaded")
