@@ -463,16 +463,17 @@ def write_matrix(path, Y):
                    delimiter="," if suffix == ".csv" else " ", fmt=fmt)
 
 
-def _format_error_message(path, exc, key):
+def _format_error_message(path, exc):
     """One line that says what a file refused by ``sparsekm.load`` is and what to do."""
     import zipfile
 
     text = str(exc)
-    if key is not None and "no authentication tag" in text:
+    # (the format's words; a key, or a required one, was asked for)
+    if "no authentication tag" in text:
         return (f"{path} is not signed (no authentication tag: it was saved without a key), "
-                "so --key-file cannot verify it: drop --key-file if you trust the file, or "
-                "sign it once with sparsekm.save(sparsekm.load(PATH), OUT, key=KEY)")
-    if key is not None and "authentication failed" in text:
+                "so it cannot be verified: drop --key-file if you trust the file, or sign it "
+                "once with sparsekm.save(sparsekm.load(PATH), OUT, key=KEY)")
+    if "authentication failed" in text:
         return (f"{path}: its signature does not match the key in --key-file (a different "
                 "key, or the file was modified after it was signed); nothing was loaded")
     if not zipfile.is_zipfile(path) and _looks_like_pickle(path):
@@ -493,7 +494,7 @@ def _load_sparsekm_file(path, key=None):
     try:
         return load(path, key=key)
     except FormatError as exc:
-        raise CLIError(_format_error_message(path, exc, key)) from None
+        raise CLIError(_format_error_message(path, exc)) from None
 
 
 def _model_kind(model):
@@ -628,7 +629,7 @@ def load_model(path, trust_pickle=False, key=None):
         source = f"sparsekm file ({type(obj).__name__})"
     except FormatError as exc:
         if zipfile.is_zipfile(path) or path.endswith(".skm"):
-            raise CLIError(_format_error_message(path, exc, key)) from None
+            raise CLIError(_format_error_message(path, exc)) from None
         if not trust_pickle:
             if not _looks_like_pickle(path):
                 raise CLIError(f"{path} is neither a sparsekm file nor a pickle "
@@ -922,7 +923,7 @@ def cmd_reduce_compress(args):
         model = load(args.model, key=key)
     except FormatError as exc:
         if not args.trust_pickle:
-            raise CLIError(_format_error_message(args.model, exc, key)
+            raise CLIError(_format_error_message(args.model, exc)
                            + "; for a joblib-saved scikit-learn model you trust, pass "
                              "--trust-pickle") from None
         import joblib
