@@ -5,6 +5,7 @@ declared fitted state is restored; ``key=`` authenticates the whole content; wri
 are atomic and never follow symlinks; ``load`` opens regular files only.
 """
 
+import base64
 import bz2
 import hashlib
 import io
@@ -192,7 +193,16 @@ def test_projection_kernel_allocation_is_bounded(tmp_path):
     path = tmp_path / "k.skm"
     _write(path, {"meta.json": json.dumps({"format": "sparsekm", "schema_version": 1, "arrays": {},
                                            "object": {"__type__": "kernel", "spec": spec}}).encode()})
-    with pytest.raises(FormatError, match="projection of .* over the allocation budget"):
+    # sizes that disagree with the stored signs are refused before anything is built
+    with pytest.raises(FormatError, match="random projection of 1048576 x 4096 needs"):
+        load(path)
+    # consistent sizes and signs, but a matrix far over the budget for this small file
+    d, s = 2**12, 2**11
+    spec["params"]["projection"].update(
+        d=d, s=s, signs=base64.b64encode(bytes(d * s // 8)).decode("ascii"))
+    _write(path, {"meta.json": json.dumps({"format": "sparsekm", "schema_version": 1, "arrays": {},
+                                           "object": {"__type__": "kernel", "spec": spec}}).encode()})
+    with pytest.raises(FormatError, match="over the projection budget"):
         load(path)
 
 
