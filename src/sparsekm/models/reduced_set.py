@@ -7,14 +7,18 @@ convert it to a :class:`~sparsekm.KernelExpansion`, approximate the expansion wi
 
 from __future__ import annotations
 
+from numbers import Integral
+
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
 from sklearn.exceptions import NotFittedError
 from sklearn.multiclass import OneVsRestClassifier
 from sklearn.svm import SVC, SVR
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
+from .._constraints import BACKEND, BOOLEAN, N_JOBS, POSITIVE, POSITIVE_INT, RANDOM_STATE
 from .. import persistence
 from ..expansion import KernelExpansion
 from ..parallel import dask_rowwise
@@ -222,6 +226,20 @@ class ReducedSetClassifier(ClassifierMixin, _ReducedSetBase):
                   "chosen", "met", "search"), optional=True),
     }
 
+    # Checked by sparsekm.load on every parameter read from a file.
+    _parameter_constraints = {
+        "estimator": [HasMethods(["fit", "decision_function"]), None], "n_vectors": POSITIVE_INT,
+        "method": [StrOptions({"construct", "construct+refine", "select-kpca", "select-backward",
+                               "select-l1"})],
+        "c": [StrOptions({"uniform", "inverse"})], "lam": [*POSITIVE, None],
+        "n_init": POSITIVE_INT, "max_iter": POSITIVE_INT,
+        "refine_max_iter": [Interval(Integral, 0, None, closed="left")],
+        "n_sweeps": [Interval(Integral, 0, None, closed="left")],
+        "step": [StrOptions({"one-term", "orthogonal"})], "random_state": RANDOM_STATE,
+        "backend": BACKEND,
+        "shared": ["boolean", StrOptions({"auto"})], "refit_intercept": ["boolean", StrOptions({"joint"})],
+        "n_jobs": N_JOBS}
+
     def __init__(self, estimator=None, n_vectors=25, method="construct", shared="auto",
                  refit_intercept=True, c="inverse", lam=None, n_init=5, max_iter=200,
                  refine_max_iter=300, n_sweeps=0, step="one-term", random_state=None, n_jobs=None,
@@ -427,6 +445,19 @@ class ReducedSetRegressor(RegressorMixin, _ReducedSetBase):
         "n_iter_": persistence.spec.int(min=1),
         "relative_objective_": persistence.spec.float(),
     }
+
+    # Checked by sparsekm.load on every parameter read from a file.
+    _parameter_constraints = {
+        "estimator": [HasMethods(["fit", "predict"]), None], "n_vectors": POSITIVE_INT,
+        "method": [StrOptions({"construct", "construct+refine", "select-kpca", "select-backward",
+                               "select-l1"})],
+        "c": [StrOptions({"uniform", "inverse"})], "lam": [*POSITIVE, None],
+        "n_init": POSITIVE_INT, "max_iter": POSITIVE_INT,
+        "refine_max_iter": [Interval(Integral, 0, None, closed="left")],
+        "n_sweeps": [Interval(Integral, 0, None, closed="left")],
+        "step": [StrOptions({"one-term", "orthogonal"})], "random_state": RANDOM_STATE,
+        "backend": BACKEND,
+        "refit_intercept": BOOLEAN}
 
     def __init__(self, estimator=None, n_vectors=25, method="construct", refit_intercept=True,
                  c="inverse", lam=None, n_init=5, max_iter=200, refine_max_iter=300,
