@@ -570,3 +570,14 @@ def test_one_vs_rest_of_an_unregistered_estimator_is_refused(tmp_path, data):
 def test_pipeline_type_is_kept(tmp_path, pipeline):
     save(pipeline, tmp_path / "p.skm")
     assert type(load(tmp_path / "p.skm")) is Pipeline
+
+
+def test_zip64_local_headers_are_understood(tmp_path):
+    """A member written with ZIP64 local sizes (as save does above 1 GiB) still loads."""
+    save({"a": np.arange(5.0), "b": np.ones((3, 2))}, tmp_path / "m.skm")
+    with zipfile.ZipFile(tmp_path / "z.skm", "w") as zf:
+        for name, raw in _members(tmp_path / "m.skm").items():
+            with zf.open(name, "w", force_zip64=True) as fh:
+                fh.write(raw)
+    assert struct.unpack_from("<L", (tmp_path / "z.skm").read_bytes(), 22)[0] == 0xFFFFFFFF
+    np.testing.assert_array_equal(load(tmp_path / "z.skm")["a"], np.arange(5.0))

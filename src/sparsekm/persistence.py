@@ -5,28 +5,34 @@ File format (schema version 1): an uncompressed (``ZIP_STORED``) ZIP archive hol
 * ``meta.json`` — ``{"format": "sparsekm", "schema_version": 1, "sparsekm_version",
   "object": <encoded object tree>, "arrays": {name: {"dtype", "shape", "sha256"}}}``;
 * ``arrays/<name>.npy`` — one NumPy ``.npy`` file per array (``allow_pickle=False``);
-* ``signature.json`` — only when saved with ``key=``: an HMAC-SHA256 tag over every
-  other member (names and full bytes).
+* ``signature.json`` — only when saved with ``key=``: an HMAC-SHA256 tag over the
+  name, size and SHA-256 of the contents of every other member.
 
 The object tree is JSON; non-JSON values are tagged dictionaries (``{"__type__": ...}``)
 for tuples, dicts, arrays, kernels, :class:`~sparsekm.KernelExpansion` and registered
 estimators. What :func:`load` guarantees (see ``docs/persistence.md``):
 
 * **No code runs.** Only classes registered with :func:`register` are rebuilt, only
-  from their constructor parameters (``get_params`` names) and the fitted attributes
-  each class *declares* in ``_persist_attrs`` (an allow-list with expected types,
-  dtypes and shapes). Undeclared keys, dunder names and method names are refused.
-  The rebuilt estimator is validated like a fitted one before it is returned.
-* **Bounded memory.** Every member must be stored uncompressed; ``meta.json`` is read
-  with a cap on the bytes actually read; every declared array shape must agree with
-  the bytes its member holds, and even a zero-size array may not declare dimensions
-  whose product (zeros counted as one) exceeds the allocation budget
-  (:data:`ALLOCATION_FACTOR` times the file size plus :data:`ALLOCATION_SLACK`), so
-  derived allocations (an intercept per output, a projection matrix) stay bounded.
+  from their constructor parameters (``get_params`` names, each validated with the
+  class's ``_parameter_constraints``; ``memory`` must be None) and the fitted
+  attributes each class *declares* in ``_persist_attrs`` (an allow-list with expected
+  types, dtypes and shapes). Undeclared keys, dunder names and method names are
+  refused. The rebuilt estimator is validated like a fitted one (scikit-learn steps:
+  their statistics recomputed) before it is returned.
+* **Bounded memory.** The ZIP directory's entries are counted before :mod:`zipfile`
+  parses it; local headers must agree with it; every member must be stored
+  uncompressed; ``meta.json`` is read with a cap on the bytes actually read and the
+  cost of parsing it is bounded beforehand; JSON keys may not repeat; every declared
+  array shape must agree with the bytes its member holds, and even a zero-size array
+  may not declare dimensions whose product (zeros counted as one) exceeds the
+  allocation budget (:data:`ALLOCATION_FACTOR` times the file size plus
+  :data:`ALLOCATION_SLACK`); random projections are bounded by integer sizes within
+  :data:`PROJECTION_ALLOWANCE`.
 * **Authenticity on request.** ``save(obj, path, key=...)`` / ``load(path, key=...)``
-  sign and verify the whole content with HMAC-SHA256. Without a key the SHA-256
-  digests in ``meta.json`` detect accidental corruption only: anyone can edit the
-  file and recompute them.
+  sign and verify every member's name, size and contents with HMAC-SHA256. Without a
+  key the SHA-256 digests in ``meta.json`` detect accidental corruption only: anyone
+  can edit the file and recompute them; a signed file loaded without a key warns
+  (:class:`UnverifiedSignatureWarning`) and ``require_key=True`` refuses it.
 
 Every violation raises :class:`FormatError` (a ``ValueError``) naming the problem.
 """
