@@ -11,12 +11,15 @@ edited intercept, a huge projection kernel, deep nesting, a symlink planted at t
 old temporary name, a FIFO, a directory target.
 
 Each load runs in a long-lived worker subprocess (restarted after a crash or a hang)
-under ``tracemalloc``, with a per-load timeout. Counted: crashes (anything but a
-``FormatError`` or a worker death), hangs (timeouts), loads whose traced peak exceeds
-the bound ``4 * file size + 64 MiB`` (issue 26; traced peak and peak-RSS growth), loaded objects carrying
-undeclared attributes ("injected attributes restored") and, for signed files loaded
-with their key, accepted files whose content differs from the original ("modified
-files accepted").
+under ``tracemalloc``, with a per-load timeout; each crafted case in a fresh worker.
+Counted: crashes (anything but a ``FormatError`` or a worker death), hangs (timeouts),
+loads whose traced peak or peak-RSS growth (Linux ``VmHWM``, reset before each load)
+exceeds ``4 * file size + 64 MiB`` (issue 26), loaded objects carrying undeclared
+attributes ("injected attributes restored") and, for signed files loaded with their
+key, accepted files whose content differs from the original ("modified files
+accepted"). Issue 26 added crafted cases: projection sizes as floats and strings,
+duplicate JSON keys, ``Pipeline(memory=...)``, edited scaler state, a million ZIP
+members, a local header that disagrees with the directory, a signed file without key.
 
 Writes ``benchmarks/results/fuzz_load.json``. Run niced:
 ``OMP_NUM_THREADS=1 nice -n 10 python benchmarks/bench_fuzz_load.py``.
@@ -565,7 +568,8 @@ def issue26_cases(d, seeds):
     cases = []
     # projections: sizes as floats / strings (the 22.4 MB -> 1.68 GB case), and legit
     dd, ss = 2**12, 2**12  # 16.8 M signs: 2 MiB packed
-    spec = ProjectedKernel(RBF(1.0), RandomProjection.from_signs(np.ones((2, 2), np.uint8))).to_dict()
+    tiny = RandomProjection.from_signs(np.ones((2, 2), np.uint8))
+    spec = ProjectedKernel(RBF(1.0), tiny).to_dict()
     for label, dv, sv in (("floats", float(dd), float(ss)), ("strings", str(dd), str(ss)),
                           ("integers", dd, ss)):
         spec["params"]["projection"].update(d=dv, s=sv,
@@ -579,7 +583,8 @@ def issue26_cases(d, seeds):
                       "refused"))
     rng = np.random.default_rng(0)
     psi = KernelExpansion(rng.normal(size=(50, 784)), rng.normal(size=50),
-                          ProjectedKernel(RBF(1 / 784), RandomProjection(784, 1000, random_state=0)))
+                          ProjectedKernel(RBF(1 / 784),
+                                          RandomProjection(784, 1000, random_state=0)))
     p = d / "projection_saved.skm"
     save(psi, p)
     cases.append(("50-vector expansion, 784 -> 1000 projection, as save wrote it", p, None,

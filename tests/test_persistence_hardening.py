@@ -200,8 +200,9 @@ def test_projection_kernel_allocation_is_bounded(tmp_path):
     d, s = 2**12, 2**11
     spec["params"]["projection"].update(
         d=d, s=s, signs=base64.b64encode(bytes(d * s // 8)).decode("ascii"))
-    _write(path, {"meta.json": json.dumps({"format": "sparsekm", "schema_version": 1, "arrays": {},
-                                           "object": {"__type__": "kernel", "spec": spec}}).encode()})
+    meta = {"format": "sparsekm", "schema_version": 1, "arrays": {},
+            "object": {"__type__": "kernel", "spec": spec}}
+    _write(path, {"meta.json": json.dumps(meta).encode()})
     with pytest.raises(FormatError, match="over the projection budget"):
         load(path)
 

@@ -454,7 +454,8 @@ def test_kill_9_during_save_then_next_save_cleans_up(tmp_path):
     proc = subprocess.Popen([sys.executable, "-c", script, str(target)], stdout=subprocess.PIPE)
     assert proc.stdout.readline().strip() == b"go"
     deadline = time.time() + 60
-    while time.time() < deadline and not [n for n in os.listdir(tmp_path) if n.startswith(".big.skm.")]:
+    while time.time() < deadline and not [n for n in os.listdir(tmp_path)
+                                          if n.startswith(".big.skm.")]:
         time.sleep(0.005)
     proc.kill()
     proc.wait()

@@ -174,7 +174,8 @@ class ExpansionClassifier(ClassifierMixin, BaseEstimator):
     # Checked by sparsekm.load on every parameter read from a file.
     _parameter_constraints = {
         "expansion": [KernelExpansion, None], "classes": ["array-like", None],
-        "scheme": [StrOptions(set(_SCHEMES))], "decision_function_shape": [StrOptions({"ovr", "ovo"})],
+        "scheme": [StrOptions(set(_SCHEMES))],
+        "decision_function_shape": [StrOptions({"ovr", "ovo"})],
         "break_ties": BOOLEAN, "vote": [StrOptions({"svc", "ovo-classifier"})]}
 
     def __init__(self, expansion=None, classes=None, scheme="ovo", decision_function_shape="ovr",

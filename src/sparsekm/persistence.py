@@ -514,7 +514,7 @@ def _check_standard_scaler(est):
 
 
 def _check_minmax_scaler(est):
-    """MinMaxScaler: finite, ``data_range_ = data_max_ - data_min_``, ``scale_``/``min_`` derived."""
+    """MinMaxScaler: finite; ``data_range_ = data_max_ - data_min_``; ``scale_``, ``min_`` derived."""
     _finite(est, "min_", "scale_", "data_min_", "data_max_", "data_range_")
     _n_samples_ok(est.n_samples_seen_)
     lo, hi = est.feature_range
@@ -1475,13 +1475,7 @@ class _Decoder:
             self.fail(f"{cls.__name__} is missing fitted attribute(s) {missing[:5]}; is this "
                       "file really a fitted "
                       f"{cls.__name__}?")
-        templates = _TEMPLATES.get(cls, ())
-        params = self.decode({"__type__": "dict", "items": {
-            k: v for k, v in raw_params["items"].items() if k not in templates}})
-        for k in templates:
-            if k in raw_params["items"]:
-                params[k] = self.template(raw_params["items"][k])
-        self.check_params(cls, params)
+        params = self.params(cls, raw_params["items"])
         binds = {}
         state = {k: attrs[k].check(self.decode(v), _Ctx(f"{self.path}: {cls.__name__}.{k}", binds))
                  for k, v in raw_state.items()}
@@ -1512,17 +1506,22 @@ class _Decoder:
         bad = sorted(set(raw["items"]) - set(cls._get_param_names()))
         if bad:
             self.fail(f"{cls.__name__} has no parameter(s) {bad[:5]}.")
-        templates = _TEMPLATES.get(cls, ())
-        params = self.decode({"__type__": "dict", "items": {
-            k: v for k, v in raw["items"].items() if k not in templates}})
-        for k in templates:
-            if k in raw["items"]:
-                params[k] = self.template(raw["items"][k])
-        self.check_params(cls, params)
+        params = self.params(cls, raw["items"])
         try:
             return cls(**params)
         except Exception as exc:
             self.fail(f"cannot construct {cls.__name__}: {exc}")
+
+    def params(self, cls, items):
+        """Decoded and checked constructor parameters (templates decoded as templates)."""
+        templates = _TEMPLATES.get(cls, ())
+        params = self.decode({"__type__": "dict", "items": {
+            k: v for k, v in items.items() if k not in templates}})
+        for k in templates:
+            if k in items:
+                params[k] = self.template(items[k])
+        self.check_params(cls, params)
+        return params
 
     def check_params(self, cls, params):
         """Constructor parameters: safe values, then the class's own constraints.
@@ -1676,7 +1675,8 @@ def _projection_bytes(node, fail, depth=0):
             for name in ("eps", "beta"):
                 v = node.get(name)
                 if v is not None and (type(v) not in (int, float) or not math.isfinite(v)):
-                    fail(f"random projection {name} must be a finite number; found {str(v)[:40]!r}.")
+                    fail(f"random projection {name} must be a finite number; found "
+                         f"{str(v)[:40]!r}.")
             n_points = node.get("n_points")
             if n_points is not None:
                 _int_field(n_points, "n_points", fail)

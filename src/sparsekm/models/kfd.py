@@ -249,7 +249,8 @@ class ApproxKFD(BinaryExpansionClassifier):
 
     # Checked by sparsekm.load on every parameter read from a file.
     _parameter_constraints = {
-        **KERNEL, "C": NON_NEGATIVE, "n_basis": [Interval(Real, 0, 1, closed="right"), *POSITIVE_INT],
+        **KERNEL, "C": NON_NEGATIVE,
+        "n_basis": [Interval(Real, 0, 1, closed="right"), *POSITIVE_INT],
         "tol": NON_NEGATIVE, "init": [StrOptions({"random", "max-diag"})],
         "random_state": RANDOM_STATE}
 

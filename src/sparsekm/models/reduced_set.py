@@ -39,6 +39,20 @@ def _is_fitted(est):
     return True
 
 
+# Parameters shared by ReducedSetClassifier and ReducedSetRegressor, as sparsekm.load checks them.
+_COMMON_CONSTRAINTS = {
+    "n_vectors": POSITIVE_INT,
+    "method": [StrOptions({"construct", "construct+refine", "select-kpca", "select-backward",
+                           "select-l1"})],
+    "c": [StrOptions({"uniform", "inverse"})], "lam": [*POSITIVE, None],
+    "n_init": POSITIVE_INT, "max_iter": POSITIVE_INT,
+    "refine_max_iter": [Interval(Integral, 0, None, closed="left")],
+    "n_sweeps": [Interval(Integral, 0, None, closed="left")],
+    "step": [StrOptions({"one-term", "orthogonal"})], "random_state": RANDOM_STATE,
+    "backend": BACKEND,
+}
+
+
 class _ReducedSetBase(BaseEstimator):
     def _validate_common(self, owner):
         check_scalar(self.n_vectors, "n_vectors", owner, kind="int", lower=1)
@@ -228,16 +242,9 @@ class ReducedSetClassifier(ClassifierMixin, _ReducedSetBase):
 
     # Checked by sparsekm.load on every parameter read from a file.
     _parameter_constraints = {
-        "estimator": [HasMethods(["fit", "decision_function"]), None], "n_vectors": POSITIVE_INT,
-        "method": [StrOptions({"construct", "construct+refine", "select-kpca", "select-backward",
-                               "select-l1"})],
-        "c": [StrOptions({"uniform", "inverse"})], "lam": [*POSITIVE, None],
-        "n_init": POSITIVE_INT, "max_iter": POSITIVE_INT,
-        "refine_max_iter": [Interval(Integral, 0, None, closed="left")],
-        "n_sweeps": [Interval(Integral, 0, None, closed="left")],
-        "step": [StrOptions({"one-term", "orthogonal"})], "random_state": RANDOM_STATE,
-        "backend": BACKEND,
-        "shared": ["boolean", StrOptions({"auto"})], "refit_intercept": ["boolean", StrOptions({"joint"})],
+        **_COMMON_CONSTRAINTS, "estimator": [HasMethods(["fit", "decision_function"]), None],
+        "shared": ["boolean", StrOptions({"auto"})],
+        "refit_intercept": ["boolean", StrOptions({"joint"})],
         "n_jobs": N_JOBS}
 
     def __init__(self, estimator=None, n_vectors=25, method="construct", shared="auto",
@@ -448,15 +455,7 @@ class ReducedSetRegressor(RegressorMixin, _ReducedSetBase):
 
     # Checked by sparsekm.load on every parameter read from a file.
     _parameter_constraints = {
-        "estimator": [HasMethods(["fit", "predict"]), None], "n_vectors": POSITIVE_INT,
-        "method": [StrOptions({"construct", "construct+refine", "select-kpca", "select-backward",
-                               "select-l1"})],
-        "c": [StrOptions({"uniform", "inverse"})], "lam": [*POSITIVE, None],
-        "n_init": POSITIVE_INT, "max_iter": POSITIVE_INT,
-        "refine_max_iter": [Interval(Integral, 0, None, closed="left")],
-        "n_sweeps": [Interval(Integral, 0, None, closed="left")],
-        "step": [StrOptions({"one-term", "orthogonal"})], "random_state": RANDOM_STATE,
-        "backend": BACKEND,
+        **_COMMON_CONSTRAINTS, "estimator": [HasMethods(["fit", "predict"]), None],
         "refit_intercept": BOOLEAN}
 
     def __init__(self, estimator=None, n_vectors=25, method="construct", refit_intercept=True,

@@ -33,7 +33,16 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
-from .._constraints import BACKEND, BOOLEAN, KERNEL, NON_NEGATIVE, N_JOBS, POSITIVE, POSITIVE_INT, RANDOM_STATE
+from .._constraints import (
+    BACKEND,
+    BOOLEAN,
+    KERNEL,
+    N_JOBS,
+    NON_NEGATIVE,
+    POSITIVE,
+    POSITIVE_INT,
+    RANDOM_STATE,
+)
 from .. import direct
 from ..backend import resident, solver_kernel
 from ..expansion import KernelExpansion
@@ -82,6 +91,11 @@ def _solve_fixed(X, y, Z, kernel, C, features="whitened"):
     Xu, yu, counts = direct.aggregate_duplicates(X, y)
     return direct.fixed_z_svm(Xu, yu, Z, kernel, C, features=features, tol=1e-6,
                               on_singular="pinv", sample_weight=counts)
+
+
+# Parameters every classifier of this module has, as sparsekm.load checks them.
+_CONSTRAINTS = {**KERNEL, "n_vectors": POSITIVE_INT, "C": POSITIVE, "random_state": RANDOM_STATE,
+                "n_jobs": N_JOBS}
 
 
 class _DirectSparseBase(ClassifierMixin, BaseEstimator):
@@ -345,8 +359,8 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
                       "n_iter_": spec.array("iu", ("n_runs",))}
 
     # Checked by sparsekm.load on every parameter read from a file.
-    _parameter_constraints = {**KERNEL, "n_vectors": POSITIVE_INT, "C": POSITIVE, "random_state": RANDOM_STATE,
-        "n_jobs": N_JOBS, "init": [StrOptions({"random", "kmeans"}), "array-like"],
+    _parameter_constraints = {
+        **_CONSTRAINTS, "init": [StrOptions({"random", "kmeans"}), "array-like"],
         "max_iter": [Interval(Integral, 0, None, closed="left")], "tol": NON_NEGATIVE,
         "verbose": ["verbose"], "shared": BOOLEAN, "backend": BACKEND}
 
@@ -514,8 +528,8 @@ class SparseKFD(_DirectSparseBase):
                       "fisher_coef_": spec.list(spec.array("f", (None,)), length="n_outputs")}
 
     # Checked by sparsekm.load on every parameter read from a file.
-    _parameter_constraints = {**KERNEL, "n_vectors": POSITIVE_INT, "C": POSITIVE, "random_state": RANDOM_STATE,
-        "n_jobs": N_JOBS, "mu": POSITIVE,
+    _parameter_constraints = {
+        **_CONSTRAINTS, "mu": POSITIVE,
         "init": [StrOptions({"kmeans", "random"}), "array-like"],
         "max_iter": [Interval(Integral, 0, None, closed="left")], "tol": NON_NEGATIVE,
         "verbose": ["verbose"]}
@@ -612,8 +626,7 @@ class RSVM(_FixedZClassifier):
     _features = "empirical"
 
     # Checked by sparsekm.load on every parameter read from a file.
-    _parameter_constraints = {**KERNEL, "n_vectors": POSITIVE_INT, "C": POSITIVE, "random_state": RANDOM_STATE,
-        "n_jobs": N_JOBS}
+    _parameter_constraints = _CONSTRAINTS
 
     def __init__(self, n_vectors=10, C=1.0, kernel=None, random_state=None, n_jobs=None,
                  gamma="scale", degree=3, coef0=0.0):
@@ -657,8 +670,7 @@ class ModifiedRSVM(_FixedZClassifier):
     """
 
     # Checked by sparsekm.load on every parameter read from a file.
-    _parameter_constraints = {**KERNEL, "n_vectors": POSITIVE_INT, "C": POSITIVE, "random_state": RANDOM_STATE,
-        "n_jobs": N_JOBS}
+    _parameter_constraints = _CONSTRAINTS
 
     def __init__(self, n_vectors=10, C=1.0, kernel=None, random_state=None, n_jobs=None,
                  gamma="scale", degree=3, coef0=0.0):
@@ -715,8 +727,8 @@ class ModifiedRS(_DirectSparseBase):
     """
 
     # Checked by sparsekm.load on every parameter read from a file.
-    _parameter_constraints = {**KERNEL, "n_vectors": POSITIVE_INT, "C": POSITIVE, "random_state": RANDOM_STATE,
-        "n_jobs": N_JOBS, "Z": ["array-like", list, None]}
+    _parameter_constraints = {
+        **_CONSTRAINTS, "Z": ["array-like", list, None]}
 
     def __init__(self, n_vectors=10, C=1.0, kernel=None, Z=None, random_state=None,
                  n_jobs=None,
