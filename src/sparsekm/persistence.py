@@ -486,8 +486,8 @@ def _finite(est, *names):
 
 def _n_samples_ok(n):
     n = np.asarray(n)
-    if not np.all(np.isfinite(n)) or not np.all(n >= 1):
-        raise ValueError(f"n_samples_seen_ must be >= 1; found {n.min() if n.size else n!r}.")
+    if not np.all(np.isfinite(n)) or not np.all(n > 0):  # a sum of sample weights may be < 1
+        raise ValueError(f"n_samples_seen_ must be > 0; found {n.min() if n.size else n!r}.")
 
 
 def _check_standard_scaler(est):

@@ -168,9 +168,10 @@ def _explain_non_finite(X, owner, exc):
     if bad.size == 0:
         return
     cols = ", ".join(str(int(c)) for c in bad[:8]) + (", ..." if bad.size > 8 else "")
+    first = str(exc).split("\n")[0]
     raise ValueError(
-        f"{owner} got X whose column(s) [{cols}] are NaN or inf in every one of its "
-        f"{A.shape[0]} rows. That is the mark of an overflow in a preceding step, not of "
+        f"{first} {owner} got X whose column(s) [{cols}] are NaN or inf in every one of "
+        f"its {A.shape[0]} rows: usually the mark of an overflow in a preceding step, not of "
         "missing values: e.g. StandardScaler in a Pipeline overflows on inputs larger than "
         "about 1e154 in magnitude (their squares exceed float64's 1.8e308) and outputs NaN. "
         "Check the raw input for huge values and rescale it (e.g. divide by its largest "
