@@ -582,3 +582,17 @@ def test_zip64_local_headers_are_understood(tmp_path):
                 fh.write(raw)
     assert struct.unpack_from("<L", (tmp_path / "z.skm").read_bytes(), 22)[0] == 0xFFFFFFFF
     np.testing.assert_array_equal(load(tmp_path / "z.skm")["a"], np.arange(5.0))
+
+
+def test_cli_reduce_refuses_a_read_only_output_unless_force(tmp_path, kfd, capsys):
+    save(kfd.expansion_, tmp_path / "psi.skm")
+    out = tmp_path / "small.skm"
+    save(np.zeros(1), out)
+    os.chmod(out, 0o444)
+    args = ["reduce", str(tmp_path / "psi.skm"), "-n", "4", "-o", str(out), "--quiet"]
+    assert cli_main(args) != 0
+    assert "read-only" in capsys.readouterr().err
+    np.testing.assert_array_equal(load(out), np.zeros(1))
+    assert cli_main(args + ["--force"]) == 0
+    assert isinstance(load(out), KernelExpansion)
+    assert stat.S_IMODE(os.stat(out).st_mode) == 0o444
