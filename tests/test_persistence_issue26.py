@@ -596,3 +596,17 @@ def test_cli_reduce_refuses_a_read_only_output_unless_force(tmp_path, kfd, capsy
     assert cli_main(args + ["--force"]) == 0
     assert isinstance(load(out), KernelExpansion)
     assert stat.S_IMODE(os.stat(out).st_mode) == 0o444
+
+
+def test_a_projection_shared_by_kernel_and_expansion_is_counted_once(tmp_path):
+    """kernel_ and expansion_.kernel hold the same projection: save and load count it once."""
+    rng = np.random.default_rng(0)
+    d, s = 784, 2000  # 25 MB estimated peak: twice would exceed the 32 MiB allowance
+    X = rng.normal(size=(40, d))
+    clf = KernelFisherDiscriminant(
+        kernel=ProjectedKernel(RBF(1.0 / d), RandomProjection(d, s, random_state=0)))
+    clf.fit(X, np.arange(40) % 2)
+    save(clf, tmp_path / "m.skm")
+    back = load(tmp_path / "m.skm")
+    assert back.kernel_ is back.expansion_.kernel
+    np.testing.assert_array_equal(back.decision_function(X), clf.decision_function(X))

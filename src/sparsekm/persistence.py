@@ -997,7 +997,7 @@ def save(obj, path, *, key=None, force=False):
         except OSError as exc:
             raise _save_error(exc, path) from exc
         # Everything save writes, load reads: the same projection budget, on the real size.
-        need = _projection_bytes(json.loads(meta_bytes)["object"], _raise_value_error)
+        need = _saved_projection_bytes(tree)
         budget = ALLOCATION_FACTOR * size + PROJECTION_ALLOWANCE
         if need > budget:
             raise ValueError(f"Cannot save to {path!r}: its random projections need about "
@@ -1028,6 +1028,24 @@ def save(obj, path, *, key=None, force=False):
 
 def _raise_value_error(msg):
     raise ValueError(f"Cannot save: {msg}")
+
+
+def _saved_projection_bytes(tree):
+    """What :meth:`_Decoder.kernel` will count for ``tree``: distinct kernel specs only."""
+    seen, total, stack = set(), 0, [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if node.get("__type__") == "kernel" and "spec" in node:
+                ident = json.dumps(node["spec"], sort_keys=True)
+                if ident not in seen:
+                    seen.add(ident)
+                    total += _projection_bytes(node["spec"], _raise_value_error)
+                continue
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return total
 
 
 # -- decoding -----------------------------------------------------------------------
