@@ -540,18 +540,19 @@ def test_one_vs_rest_and_one_vs_one_of_registered_estimators(tmp_path, data, wra
     np.testing.assert_array_equal(back.predict(X), model.predict(X))
     # a member dropped: refused
     save(model, tmp_path / "u.skm")
-    _edit(tmp_path / "u.skm", tmp_path / "e.skm",
-          lambda m, _: m["object"]["state"]["estimators_"]["items" if wrapper is
-                                                           OneVsOneClassifier else 0:None]
-          if False else _drop_member(m))
+    _edit(tmp_path / "u.skm", tmp_path / "e.skm", lambda m, _: _drop_member(m))
     with pytest.raises(FormatError, match="fitted estimator"):
         load(tmp_path / "e.skm")
-    # the template may not smuggle a fitted or unknown class
-    _edit(tmp_path / "u.skm", tmp_path / "t.skm",
-          lambda m, _: m["object"]["params"]["items"]["estimator"].update(class_="x") or
-          m["object"]["params"]["items"]["estimator"].update({"class": "os.system"}))
-    with pytest.raises(FormatError):
-        load(tmp_path / "t.skm")
+    # the template holds a registered class and its parameters only: no other class,
+    # no state, parameters within the class's constraints
+    for mutate, match in (
+            (lambda t: t.update({"class": "os.system"}), "unknown estimator class 'os.system'"),
+            (lambda t: t.update(state={}), "malformed estimator template"),
+            (lambda t: t["params"]["items"].update(C=-1.0), "'C' parameter")):
+        _edit(tmp_path / "u.skm", tmp_path / "t.skm",
+              lambda m, _, f=mutate: f(m["object"]["params"]["items"]["estimator"]))
+        with pytest.raises(FormatError, match=match):
+            load(tmp_path / "t.skm")
 
 
 def _drop_member(meta):
