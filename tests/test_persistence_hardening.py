@@ -63,8 +63,11 @@ def _write(path, members, compress=None):
             zf.writestr(name, data, compress_type=compress.get(name, zipfile.ZIP_STORED))
 
 
-def _edit(src, dst, mutate_meta, recompute_digests=True):
-    """Edit meta.json of ``src`` into ``dst``; optionally recompute the array digests."""
+def _edit(src, dst, mutate_meta, recompute_digests=True, raw_meta=None):
+    """Edit meta.json of ``src`` into ``dst``; optionally recompute the array digests.
+
+    ``raw_meta(text)``, if given, edits the JSON text last (e.g. to repeat a key).
+    """
     members = _members(src)
     meta = json.loads(members["meta.json"])
     mutate_meta(meta, members)
@@ -75,7 +78,8 @@ def _edit(src, dst, mutate_meta, recompute_digests=True):
             np.lib.format.read_magic(f)
             np.lib.format.read_array_header_1_0(f)
             spec["sha256"] = hashlib.sha256(raw[f.tell():]).hexdigest()
-    members["meta.json"] = json.dumps(meta).encode()
+    text = json.dumps(meta)
+    members["meta.json"] = (raw_meta(text) if raw_meta else text).encode()
     _write(dst, members)
 
 

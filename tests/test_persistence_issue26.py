@@ -11,7 +11,6 @@ one-vs-rest / one-vs-one wrappers saved.
 
 import base64
 import errno
-import hashlib
 import io
 import json
 import os
@@ -36,6 +35,8 @@ from sparsekm import FormatError, KernelExpansion, load, persistence, save
 from sparsekm.cli import main as cli_main
 from sparsekm.kernels import RBF, ProjectedKernel, RandomProjection
 from sparsekm.models import KernelFisherDiscriminant, SparseLargeMarginClassifier
+
+from .test_persistence_hardening import _edit, _members, _write
 UnverifiedSignatureWarning = getattr(persistence, "UnverifiedSignatureWarning", UserWarning)
 
 KEY = b"issue 26 key"
@@ -52,33 +53,6 @@ def data():
 def kfd(data):
     X, y = data
     return KernelFisherDiscriminant(kernel=RBF(0.5)).fit(X, y == 1)
-
-
-def _members(path):
-    with zipfile.ZipFile(path) as zf:
-        return {i.filename: zf.read(i) for i in zf.infolist()}
-
-
-def _write(path, members):
-    with zipfile.ZipFile(path, "w") as zf:
-        for name, raw in members.items():
-            zf.writestr(name, raw)
-
-
-def _edit(src, dst, mutate, raw_meta=None):
-    """Edit meta.json (a dict, or raw text via ``raw_meta``); array digests recomputed."""
-    members = _members(src)
-    meta = json.loads(members["meta.json"])
-    mutate(meta, members)
-    for name, s in meta["arrays"].items():
-        raw = members[f"arrays/{name}.npy"]
-        f = io.BytesIO(raw)
-        np.lib.format.read_magic(f)
-        np.lib.format.read_array_header_1_0(f)
-        s["sha256"] = hashlib.sha256(raw[f.tell():]).hexdigest()
-    text = json.dumps(meta)
-    members["meta.json"] = (raw_meta(text) if raw_meta else text).encode()
-    _write(dst, members)
 
 
 def _peak(fn):
@@ -140,22 +114,17 @@ def test_float_sizes_cannot_bypass_the_budget(tmp_path):
     d, s = 2**12, 2**11  # 8.4 M signs: 1 MiB packed, ~134 MB to rebuild
     spec = ProjectedKernel(RBF(1.0), RandomProjection.from_signs(np.ones((2, 2), np.uint8))
                            ).to_dict()
-    spec["params"]["projection"].update(d=float(d), s=float(s),
-                                        signs=base64.b64encode(bytes(d * s // 8)).decode())
+    spec["params"]["projection"].update(signs=base64.b64encode(bytes(d * s // 8)).decode())
     path = tmp_path / "k.skm"
-    _write(path, {"meta.json": json.dumps({"format": "sparsekm", "schema_version": 1,
-                                           "arrays": {}, "object": {"__type__": "kernel",
-                                                                    "spec": spec}}).encode()})
-    err, peak = _peak(lambda: load(path))
-    assert isinstance(err, FormatError) and "must be an integer" in str(err)
-    assert peak < 4 * path.stat().st_size + 2**20
-    spec["params"]["projection"].update(d=d, s=s)  # integers: refused by the budget
-    _write(path, {"meta.json": json.dumps({"format": "sparsekm", "schema_version": 1,
-                                           "arrays": {}, "object": {"__type__": "kernel",
-                                                                    "spec": spec}}).encode()})
-    err, peak = _peak(lambda: load(path))
-    assert isinstance(err, FormatError) and "over the projection budget" in str(err)
-    assert peak < 4 * path.stat().st_size + 2**20
+    for sizes, match in (((float(d), float(s)), "must be an integer"),
+                         ((d, s), "over the projection budget")):  # integers: the budget
+        spec["params"]["projection"].update(d=sizes[0], s=sizes[1])
+        _write(path, {"meta.json": json.dumps({"format": "sparsekm", "schema_version": 1,
+                                               "arrays": {}, "object": {"__type__": "kernel",
+                                                                        "spec": spec}}).encode()})
+        err, peak = _peak(lambda: load(path))
+        assert isinstance(err, FormatError) and match in str(err)
+        assert peak < 4 * path.stat().st_size + 2**20
 
 
 def test_save_refuses_a_projection_load_would_refuse(tmp_path):
@@ -304,17 +273,6 @@ def test_legitimate_transformer_states_load(tmp_path, data):
 
 
 # -- 7. member count before the directory --------------------------------------------
-def _eocd64_claiming(path, n_entries):
-    """A file whose ZIP64 end records claim ``n_entries`` members (nothing else)."""
-    cd_offset = 0
-    rec64 = struct.pack("<4sQ2H2L4Q", b"PK\x06\x06", 44, 45, 45, 0, 0, n_entries, n_entries,
-                        0, cd_offset)
-    loc = struct.pack("<4sLQL", b"PK\x06\x07", 0, 0, 1)
-    eocd = struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF,
-                       0xFFFFFFFF, 0)
-    path.write_bytes(rec64 + loc + eocd)
-
-
 def _central_directory_of(path, n_entries, claim=None):
     """A directory of ``n_entries`` real entries (no member data), built with bytes ops."""
     name = b"arrays/a0.npy"
@@ -332,7 +290,7 @@ def _central_directory_of(path, n_entries, claim=None):
 
 def test_a_million_members_refused_before_the_directory_is_parsed(tmp_path):
     path = tmp_path / "million.skm"
-    _eocd64_claiming(path, 1_000_000)
+    _central_directory_of(path, 0, claim=1_000_000)  # 98 bytes
     t0 = time.process_time()
     err, peak = _peak(lambda: load(path))
     assert isinstance(err, FormatError) and "declares 1000000 members" in str(err)
