@@ -733,7 +733,7 @@ def main(argv=None):
         if res["outcome"] in ("crash", "hang") and len(examples["crash_or_hang"]) < 10:
             examples["crash_or_hang"].append({"kind": kind, **res})
         size = max(os.path.getsize(path), 1) if os.path.isfile(path) else 1
-        peak = max(res.get("peak_bytes", 0), res.get("rss_growth_bytes", 0))
+        peak = max(res.get("peak_bytes") or 0, res.get("rss_growth_bytes") or 0)
         if peak > bound(size):
             c["over_bound"] += 1
             examples["over_bound"].append({"kind": kind, "peak": peak, "size": size})
