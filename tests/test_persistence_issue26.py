@@ -371,6 +371,11 @@ def test_cli_require_key(tmp_path, kfd, data, capsys):
     assert "signed; give its key" in capsys.readouterr().err
     assert cli_main(["predict", str(tmp_path / "s.skm"), str(tmp_path / "x.npy"),
                      "--require-key", "--key-file", str(tmp_path / "key")]) == 0
+    capsys.readouterr()
+    save(kfd.expansion_, tmp_path / "psi.skm")  # unsigned: reduce --require-key refuses it
+    assert cli_main(["reduce", str(tmp_path / "psi.skm"), "-n", "3", "-o",
+                     str(tmp_path / "r.skm"), "--require-key", "--quiet"]) == 1
+    assert "not signed" in capsys.readouterr().err and not (tmp_path / "r.skm").exists()
 
 
 # -- 10. safe writes --------------------------------------------------------------------
