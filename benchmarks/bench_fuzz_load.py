@@ -11,12 +11,15 @@ edited intercept, a huge projection kernel, deep nesting, a symlink planted at t
 old temporary name, a FIFO, a directory target.
 
 Each load runs in a long-lived worker subprocess (restarted after a crash or a hang)
-under ``tracemalloc``, with a per-load timeout. Counted: crashes (anything but a
-``FormatError`` or a worker death), hangs (timeouts), loads whose traced peak exceeds
-the bound ``ALLOCATION_FACTOR * file size + ALLOCATION_SLACK``, loaded objects carrying
-undeclared attributes ("injected attributes restored") and, for signed files loaded
-with their key, accepted files whose content differs from the original ("modified
-files accepted").
+under ``tracemalloc``, with a per-load timeout; each crafted case in a fresh worker.
+Counted: crashes (anything but a ``FormatError`` or a worker death), hangs (timeouts),
+loads whose traced peak or peak-RSS growth (Linux ``VmHWM``, reset before each load)
+exceeds ``4 * file size + 64 MiB`` (issue 26), loaded objects carrying undeclared
+attributes ("injected attributes restored") and, for signed files loaded with their
+key, accepted files whose content differs from the original ("modified files
+accepted"). Issue 26 added crafted cases: projection sizes as floats and strings,
+duplicate JSON keys, ``Pipeline(memory=...)``, edited scaler state, a million ZIP
+members, a local header that disagrees with the directory, a signed file without key.
 
 Writes ``benchmarks/results/fuzz_load.json``. Run niced:
 ``OMP_NUM_THREADS=1 nice -n 10 python benchmarks/bench_fuzz_load.py``.
@@ -88,11 +91,33 @@ def content(obj):
         for k, a in enc.arrays.items()}
 
 
+def _status_kib(field):
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise KeyError(field)
+
+
+def _reset_peak_rss():
+    """Reset the kernel's peak-RSS mark (VmHWM) and return the current RSS in bytes.
+
+    Linux only (``/proc/self/clear_refs``, value 5); elsewhere None (not measured).
+    """
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+        return _status_kib("VmRSS") * 1024
+    except (OSError, KeyError):
+        return None
+
+
 def worker():
     import tracemalloc
+    import warnings
 
     from sparsekm import FormatError, load
-    from sparsekm.persistence import _import_registries
+    from sparsekm.persistence import UnverifiedSignatureWarning, _import_registries
 
     _import_registries()
     originals = {}
@@ -100,11 +125,15 @@ def worker():
         req = json.loads(line)
         key = bytes.fromhex(req["key"]) if req.get("key") else None
         out = {"id": req["id"]}
+        rss0 = _reset_peak_rss()
         tracemalloc.start()
         t0 = time.perf_counter()
         try:
-            obj = load(req["path"], key=key)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                obj = load(req["path"], key=key, require_key=bool(req.get("require_key")))
             out["outcome"] = "loaded"
+            out["warnings"] = sorted({type(w.message).__name__ for w in caught})
         except FormatError as exc:
             obj, out["outcome"], out["error"] = None, "format_error", str(exc)[-300:]
         except BaseException as exc:  # noqa: BLE001 - anything else is a crash we count
@@ -113,12 +142,17 @@ def worker():
         out["seconds"] = time.perf_counter() - t0
         out["peak_bytes"] = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
+        # growth of the process's peak resident set during this load (Linux)
+        out["rss_growth_bytes"] = max(_status_kib("VmHWM") * 1024 - rss0, 0) if rss0 is not None \
+            else None
         if obj is not None:
             out["undeclared"] = undeclared_attributes(obj)
             if req.get("original"):
                 orig = req["original"]
                 if orig not in originals:
-                    originals[orig] = content(load(orig))
+                    with warnings.catch_warnings():  # a signed original, read without key
+                        warnings.simplefilter("ignore", UnverifiedSignatureWarning)
+                        originals[orig] = content(load(orig))
                 out["same_content"] = content(obj) == originals[orig]
         sys.stdout.write(json.dumps(out) + "\n")
         sys.stdout.flush()
@@ -136,12 +170,12 @@ class Runner:
         self.proc = subprocess.Popen([sys.executable, __file__, "--worker"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True, env=env, bufsize=1)
 
-    def load(self, path, key=None, original=None, timeout=None):
+    def load(self, path, key=None, original=None, timeout=None, require_key=False):
         if self.proc is None or self.proc.poll() is not None:
             self.start()
         self.n += 1
         req = {"id": self.n, "path": str(path), "key": key.hex() if key else None,
-               "original": str(original) if original else None}
+               "original": str(original) if original else None, "require_key": require_key}
         self.proc.stdin.write(json.dumps(req) + "\n")
         self.proc.stdin.flush()
         # first request after a (re)start also pays the imports
@@ -500,10 +534,127 @@ def crafted_cases(d, seeds, bomb_mb):
     members = read_members(kfd)
     write_members(p, members, compress={members[1][0]: zipfile.ZIP_LZMA})
     cases.append(("LZMA-compressed array member", p, None, "refused"))
+    cases += issue26_cases(d, seeds)
     fifo = d / "fifo.skm"
     os.mkfifo(fifo)
     cases.append(("FIFO", fifo, None, "refused"))
     cases.append(("directory", d, None, "refused"))
+    return cases
+
+
+def _central_directory(path, n_entries, claim=None):
+    """A ZIP64 archive whose directory holds ``n_entries`` real entries (no member data)."""
+    import struct
+
+    name = b"arrays/a0.npy"
+    entry = struct.pack("<4s6H3L5H2L", b"PK\x01\x02", 20, 20, 0, 0, 0, 0, 0, 0, 0, len(name),
+                        0, 0, 0, 0, 0, 0) + name
+    cd = entry * n_entries
+    claim = n_entries if claim is None else claim
+    rec64 = struct.pack("<4sQ2H2L4Q", b"PK\x06\x06", 44, 45, 45, 0, 0, claim, claim, len(cd), 0)
+    loc = struct.pack("<4sLQL", b"PK\x06\x07", 0, len(cd), 1)
+    eocd = struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0)
+    path.write_bytes(cd + rec64 + loc + eocd)
+
+
+def issue26_cases(d, seeds):
+    """The crafted files of issue 26 (format half)."""
+    import base64
+    import struct
+
+    from sparsekm import KernelExpansion, save
+    from sparsekm.kernels import RBF, ProjectedKernel, RandomProjection
+
+    kfd, kfd_signed = seeds["kfd"]
+    pipe = seeds["pipeline"][0]
+    cases = []
+    # projections: sizes as floats / strings (the 22.4 MB -> 1.68 GB case), and legit
+    dd, ss = 2**12, 2**12  # 16.8 M signs: 2 MiB packed
+    tiny = RandomProjection.from_signs(np.ones((2, 2), np.uint8))
+    spec = ProjectedKernel(RBF(1.0), tiny).to_dict()
+    for label, dv, sv in (("floats", float(dd), float(ss)), ("strings", str(dd), str(ss)),
+                          ("integers", dd, ss)):
+        spec["params"]["projection"].update(d=dv, s=sv,
+                                            signs=base64.b64encode(bytes(dd * ss // 8)).decode())
+        p = d / f"projection_{label}.skm"
+        write_members(p, [("meta.json", json.dumps({"format": "sparsekm", "schema_version": 1,
+                                                    "arrays": {}, "object": {
+                                                        "__type__": "kernel",
+                                                        "spec": spec}}).encode())])
+        cases.append((f"ProjectedKernel {dd} x {ss} (2 MiB of signs), sizes as {label}", p, None,
+                      "refused"))
+    rng = np.random.default_rng(0)
+    psi = KernelExpansion(rng.normal(size=(50, 784)), rng.normal(size=50),
+                          ProjectedKernel(RBF(1 / 784),
+                                          RandomProjection(784, 1000, random_state=0)))
+    p = d / "projection_saved.skm"
+    save(psi, p)
+    cases.append(("50-vector expansion, 784 -> 1000 projection, as save wrote it", p, None,
+                  "accepted"))
+    p = d / "duplicate_gamma.skm"
+    edit_meta(kfd, p, lambda m, _: None)
+    raw = read_members(p)
+    import re
+
+    meta_raw, n = re.subn(rb'("gamma": [0-9.e+-]+)', rb'\1, "gamma": 50.0', raw[0][1], count=1)
+    assert n == 1, "the seed's kernel has no gamma"
+    raw[0] = ("meta.json", meta_raw)
+    write_members(p, raw)
+    cases.append(("duplicate JSON key gamma (the last would win)", p, None, "refused"))
+    p = d / "no_object.skm"
+    edit_meta(kfd, p, lambda m, _: m.pop("object"))
+    cases.append(("meta.json without object", p, None, "refused"))
+    for v in (True, 1.0):
+        p = d / f"schema_{v}.skm"
+        edit_meta(kfd, p, lambda m, _, v=v: m.update(schema_version=v))
+        cases.append((f"schema_version {json.dumps(v)}", p, None, "refused"))
+    for param, value in (("C", "-inf"), ("C", 2**70)):
+        p = d / f"param_{param}_{value}.skm"
+        edit_meta(kfd, p, lambda m, _, k=param, v=value: m["object"]["params"]["items"].update(
+            {k: float(v) if v == "-inf" else v}))
+        cases.append((f"parameter {param}={value}", p, None, "refused"))
+    p = d / "memory.skm"
+    edit_meta(pipe, p, lambda m, _: m["object"]["params"]["items"].update(memory=str(d / "cache")))
+    cases.append(("Pipeline(memory=<path>)", p, None, "refused"))
+
+    def scaler_state(m):
+        return m["object"]["params"]["items"]["steps"][0]["items"][1]["state"]
+
+    def set_scale(value):
+        def fn(m, members):
+            ref = scaler_state(m)["scale_"]["ref"]
+            i = [n for n, _ in members].index(f"arrays/{ref}.npy")
+            a = np.load(io.BytesIO(members[i][1]))
+            a[0] = value
+            buf = io.BytesIO()
+            np.save(buf, a)
+            members[i] = (members[i][0], buf.getvalue())
+        return fn
+    for label, fn in (("zero scale_", set_scale(0.0)), ("NaN scale_", set_scale(float("nan"))),
+                      ("mean_ and scale_ swapped", lambda m, _: scaler_state(m).update(
+                          mean_=scaler_state(m)["scale_"], scale_=scaler_state(m)["mean_"]))):
+        p = d / f"scaler_{label.split()[0]}.skm"
+        edit_meta(pipe, p, fn)
+        cases.append((f"StandardScaler {label}", p, None, "refused"))
+    p = d / "million_claimed.skm"
+    _central_directory(p, 0, claim=1_000_000)
+    cases.append(("end record claims 1,000,000 members (22-byte ZIP64 records only)", p, None,
+                  "refused"))
+    p = d / "million_real.skm"
+    _central_directory(p, 1_000_000)
+    cases.append(("a real directory of 1,000,000 entries (59 MB)", p, None, "refused"))
+    p = d / "million_understated.skm"
+    _central_directory(p, 1_000_000, claim=10)
+    cases.append(("1,000,000 entries behind an end record claiming 10", p, None, "refused"))
+    p = d / "header_mismatch.skm"
+    data = bytearray(kfd.read_bytes())
+    with zipfile.ZipFile(kfd) as zf:
+        at = zf.getinfo("arrays/a0.npy").header_offset
+    struct.pack_into("<L", data, at + 22, 7)
+    p.write_bytes(bytes(data))
+    cases.append(("local header size disagrees with the central directory", p, None, "refused"))
+    cases.append(("signed file, no key (warns)", kfd_signed, None, "accepted"))
+    cases.append(("signed file, no key, require_key=True", kfd_signed, "require", "refused"))
     return cases
 
 
@@ -531,7 +682,7 @@ def save_cases(d, seeds):
         out["directory target: clear error, nothing left"] = False
     except IsADirectoryError:
         out["directory target: clear error, nothing left"] = not os.listdir(sub) and not [
-            n for n in os.listdir(d) if n.endswith(".tmp") and n != "target.skm.tmp"]
+            n for n in os.listdir(d) if n.endswith((".tmp", ".skm-tmp")) and n != "target.skm.tmp"]
     before = target.read_bytes()
     try:
         save({"bad": object()}, target)
@@ -561,7 +712,9 @@ def main(argv=None):
     from _benchutil import machine
 
     import sparsekm
-    from sparsekm.persistence import ALLOCATION_FACTOR, ALLOCATION_SLACK
+
+    def bound(size):  # issue 26: every load within 4 x the file size + 64 MiB
+        return 4 * size + 64 * 2**20
 
     rng = np.random.default_rng(args.seed)
     d = Path(tempfile.mkdtemp(prefix="skm-fuzz-"))
@@ -580,8 +733,8 @@ def main(argv=None):
         if res["outcome"] in ("crash", "hang") and len(examples["crash_or_hang"]) < 10:
             examples["crash_or_hang"].append({"kind": kind, **res})
         size = max(os.path.getsize(path), 1) if os.path.isfile(path) else 1
-        peak = res.get("peak_bytes", 0)
-        if peak > ALLOCATION_FACTOR * size + ALLOCATION_SLACK:
+        peak = max(res.get("peak_bytes") or 0, res.get("rss_growth_bytes") or 0)
+        if peak > bound(size):
             c["over_bound"] += 1
             examples["over_bound"].append({"kind": kind, "peak": peak, "size": size})
         worst["peak_over_file_size"] = max(worst["peak_over_file_size"], peak / size)
@@ -616,14 +769,21 @@ def main(argv=None):
 
     crafted = []
     for name, path, key, expected in crafted_cases(d, seeds, args.bomb_mb):
-        res = runner.load(path, key=key, original=seeds["kfd"][0] if key == KEY else None)
+        require = key == "require"
+        key = None if require else key
+        runner.kill()  # a fresh worker: its peak-RSS growth is this load's
+        res = runner.load(path, key=key, original=seeds["kfd"][0] if key == KEY else None,
+                          require_key=require)
         record("crafted", name, res, path, key is not None)
         outcome = "accepted" if res["outcome"] == "loaded" else (
             "refused" if res["outcome"] == "format_error" else res["outcome"])
         crafted.append({"case": name, "file_bytes": os.path.getsize(path) if os.path.isfile(path)
                         else None, "expected": expected, "outcome": outcome,
                         "as_expected": outcome == expected, "error": res.get("error"),
-                        "peak_bytes": res.get("peak_bytes"), "seconds": res.get("seconds")})
+                        "peak_bytes": res.get("peak_bytes"),
+                        "rss_growth_bytes": res.get("rss_growth_bytes"),
+                        "bound_bytes": bound(os.path.getsize(path) if os.path.isfile(path) else 1),
+                        "warnings": res.get("warnings"), "seconds": res.get("seconds")})
         print(f"{outcome:9s} {name}: {str(res.get('error', ''))[-110:]}", flush=True)
     runner.kill()
     writes = save_cases(d, seeds)
@@ -633,8 +793,9 @@ def main(argv=None):
         total.update(c)
     mutants = args.n_mutations + args.n_signed
     result = {
-        "benchmark": "fuzz campaign against sparsekm.load (issue 13)",
-        "command": "OMP_NUM_THREADS=1 nice -n 10 python benchmarks/bench_fuzz_load.py",
+        "benchmark": "fuzz campaign against sparsekm.load (issues 13 and 26)",
+        "command": "OMP_NUM_THREADS=1 nice -n 10 python benchmarks/bench_fuzz_load.py "
+                   + " ".join(sys.argv[1:]),
         "sparsekm_version": sparsekm.__version__,
         "machine": machine(),
         "seeds": {k: os.path.getsize(v[0]) for k, v in seeds.items()},
@@ -642,8 +803,8 @@ def main(argv=None):
         "n_mutations_signed_loaded_with_key": args.n_signed,
         "n_crafted_cases": len(crafted),
         "per_load_timeout_s": args.timeout,
-        "memory_bound": f"tracemalloc peak <= {ALLOCATION_FACTOR} * file size + "
-                        f"{ALLOCATION_SLACK} bytes",
+        "memory_bound": "max(tracemalloc peak, growth of peak RSS) <= 4 * file size + 64 MiB "
+                        "(issue 26); crafted cases each in a fresh worker",
         "totals": {
             "loads": int(total["n"]),
             "loaded": int(total["loaded"]),

@@ -5,6 +5,7 @@ declared fitted state is restored; ``key=`` authenticates the whole content; wri
 are atomic and never follow symlinks; ``load`` opens regular files only.
 """
 
+import base64
 import bz2
 import hashlib
 import io
@@ -62,8 +63,11 @@ def _write(path, members, compress=None):
             zf.writestr(name, data, compress_type=compress.get(name, zipfile.ZIP_STORED))
 
 
-def _edit(src, dst, mutate_meta, recompute_digests=True):
-    """Edit meta.json of ``src`` into ``dst``; optionally recompute the array digests."""
+def _edit(src, dst, mutate_meta, recompute_digests=True, raw_meta=None):
+    """Edit meta.json of ``src`` into ``dst``; optionally recompute the array digests.
+
+    ``raw_meta(text)``, if given, edits the JSON text last (e.g. to repeat a key).
+    """
     members = _members(src)
     meta = json.loads(members["meta.json"])
     mutate_meta(meta, members)
@@ -74,7 +78,8 @@ def _edit(src, dst, mutate_meta, recompute_digests=True):
             np.lib.format.read_magic(f)
             np.lib.format.read_array_header_1_0(f)
             spec["sha256"] = hashlib.sha256(raw[f.tell():]).hexdigest()
-    members["meta.json"] = json.dumps(meta).encode()
+    text = json.dumps(meta)
+    members["meta.json"] = (raw_meta(text) if raw_meta else text).encode()
     _write(dst, members)
 
 
@@ -192,7 +197,17 @@ def test_projection_kernel_allocation_is_bounded(tmp_path):
     path = tmp_path / "k.skm"
     _write(path, {"meta.json": json.dumps({"format": "sparsekm", "schema_version": 1, "arrays": {},
                                            "object": {"__type__": "kernel", "spec": spec}}).encode()})
-    with pytest.raises(FormatError, match="projection of .* over the allocation budget"):
+    # sizes that disagree with the stored signs are refused before anything is built
+    with pytest.raises(FormatError, match="random projection of 1048576 x 4096 needs"):
+        load(path)
+    # consistent sizes and signs, but a matrix far over the budget for this small file
+    d, s = 2**12, 2**11
+    spec["params"]["projection"].update(
+        d=d, s=s, signs=base64.b64encode(bytes(d * s // 8)).decode("ascii"))
+    meta = {"format": "sparsekm", "schema_version": 1, "arrays": {},
+            "object": {"__type__": "kernel", "spec": spec}}
+    _write(path, {"meta.json": json.dumps(meta).encode()})
+    with pytest.raises(FormatError, match="over the projection budget"):
         load(path)
 
 

@@ -486,13 +486,13 @@ def _format_error_message(path, exc):
             "sparsekm.save or 'sparsekm reduce'")
 
 
-def _load_sparsekm_file(path, key=None):
+def _load_sparsekm_file(path, key=None, require_key=False):
     """``sparsekm.load`` with a one-line message for files that are not sparsekm files."""
     from .persistence import FormatError, load
 
     path = str(path)
     try:
-        return load(path, key=key)
+        return load(path, key=key, require_key=require_key)
     except FormatError as exc:
         raise CLIError(_format_error_message(path, exc)) from None
 
@@ -542,7 +542,8 @@ def cmd_predict(args):
 
     if args.output:
         check_output_path(args.output)
-    model = _load_sparsekm_file(args.model, key=read_key_file(args.key_file))
+    model = _load_sparsekm_file(args.model, key=read_key_file(args.key_file),
+                                require_key=args.require_key)
     kind = _model_kind(model)
     if kind is None:
         raise CLIError(f"{args.model} holds a {type(model).__name__}, which cannot predict; "
@@ -600,7 +601,7 @@ def _looks_like_pickle(path):
     return len(head) == 2 and head[0] == 0x80 and 2 <= head[1] <= 5
 
 
-def load_model(path, trust_pickle=False, key=None):
+def load_model(path, trust_pickle=False, key=None, require_key=False):
     """Load a model: a sparsekm file, or (only with ``trust_pickle``) a joblib pickle.
 
     Returns ``(model, source)``: a classifier (:class:`~sparsekm.multiclass.ExpansionClassifier`,
@@ -625,9 +626,11 @@ def load_model(path, trust_pickle=False, key=None):
     if not os.path.exists(path):
         raise FileNotFoundError(f"No such file: {path!r}.")
     try:
-        obj = load(path, key=key)
+        obj = load(path, key=key, require_key=require_key)
         source = f"sparsekm file ({type(obj).__name__})"
     except FormatError as exc:
+        if require_key:  # nothing unverified: no pickle, no unsigned file
+            raise CLIError(_format_error_message(path, exc)) from None
         if zipfile.is_zipfile(path) or path.endswith(".skm"):
             raise CLIError(_format_error_message(path, exc)) from None
         if not trust_pickle:
@@ -757,7 +760,8 @@ def cmd_reduce(args):
         raise SystemExit(_usage_error("reduce needs -n/--n-vectors (or --max-error-increase "
                                       "with --validation to search the size)"))
     key = read_key_file(args.key_file)
-    model, source = load_model(args.model, args.trust_pickle, key=key)
+    model, source = load_model(args.model, args.trust_pickle, key=key,
+                               require_key=args.require_key)
     clf = model if isinstance(model, ExpansionClassifier) else None
     psi = clf.expansion if clf is not None else model
     shared, n = _reduce_plan(args, psi)
@@ -775,7 +779,7 @@ def cmd_reduce(args):
                                   break_ties=clf.break_ties, vote=clf.vote)
     else:
         out = reduced
-    save(out, args.output, key=key)
+    save(out, args.output, key=key, force=args.force)
     # The speed-up, measured: both machines on the same 2000 rows (the model's own
     # vectors, repeated) in sparsekm's evaluator, with one BLAS thread so that a busy
     # machine's thread contention does not flatter either side.
@@ -818,7 +822,8 @@ def _short_list(values, k=6):
 def cmd_export(args):
     from .onnx_export import to_onnx
 
-    model = _load_sparsekm_file(args.model, key=read_key_file(args.key_file))
+    model = _load_sparsekm_file(args.model, key=read_key_file(args.key_file),
+                                require_key=args.require_key)
     dtype = "float64" if args.float64 else "float32"
     proto = to_onnx(model, dtype=dtype)
     with open(args.output, "wb") as fh:
@@ -848,6 +853,9 @@ def add_key_file_option(p):
     p.add_argument("--key-file", default=None, metavar="FILE",
                    help="secret key (file contents): models loaded must carry a matching "
                         "HMAC-SHA256 tag, and models saved are signed with it")
+    p.add_argument("--require-key", action="store_true",
+                   help="refuse any model not verified with --key-file (without it, a signed "
+                        "model loads with a warning that its tag was not checked)")
 
 
 # -- data (download the papers' data sets, issue 18) -------------------------------------
@@ -920,8 +928,11 @@ def cmd_reduce_compress(args):
         raise ValueError(f"unknown method {args.method!r}")
     key = read_key_file(args.key_file)
     try:
-        model = load(args.model, key=key)
+        model = load(args.model, key=key, require_key=args.require_key)
     except FormatError as exc:
+        if args.require_key:
+            raise CLIError(f"{args.model} is not a sparsekm file signed with this key "
+                           f"({exc}); --require-key accepts only verified sparsekm files") from None
         if not args.trust_pickle:
             raise CLIError(_format_error_message(args.model, exc)
                            + "; for a joblib-saved scikit-learn model you trust, pass "
@@ -953,7 +964,7 @@ def cmd_reduce_compress(args):
     for i in order:
         mark = "  <- chosen" if i == c.chosen else ""
         print(f"  {c.n_vectors[i]:9d}  {c.budget[i]:11d}  {100 * c.error[i]:14.2f} %{mark}")
-    save(small, args.output, key=key)
+    save(small, args.output, key=key, force=args.force)
     plot = args.plot or str(Path(args.output).with_suffix(".png"))
     compress_curve(c, path=plot)
     print(f"chosen: {small.n_vectors_} kernel evaluations "
@@ -1043,6 +1054,8 @@ def build_parser():
                         "models, else a KernelExpansion")
     p.add_argument("--trust-pickle", action="store_true",
                    help="allow loading a joblib pickle (can execute code: trusted files only)")
+    p.add_argument("--force", action="store_true",
+                   help="replace OUTPUT even if it is read-only (its mode is kept)")
     add_key_file_option(p)
     add_compress_options(p)
     p.set_defaults(func=cmd_reduce)

@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils._param_validation import StrOptions
 
+from ._constraints import BOOLEAN
 from . import persistence
 from .expansion import KernelExpansion
 from .utils.validation import check_array
@@ -168,6 +170,13 @@ class ExpansionClassifier(ClassifierMixin, BaseEstimator):
 
     # Everything is in the parameters; no fitted state (see docs/persistence.md).
     _persist_attrs = {}
+
+    # Checked by sparsekm.load on every parameter read from a file.
+    _parameter_constraints = {
+        "expansion": [KernelExpansion, None], "classes": ["array-like", None],
+        "scheme": [StrOptions(set(_SCHEMES))],
+        "decision_function_shape": [StrOptions({"ovr", "ovo"})],
+        "break_ties": BOOLEAN, "vote": [StrOptions({"svc", "ovo-classifier"})]}
 
     def __init__(self, expansion=None, classes=None, scheme="ovo", decision_function_shape="ovr",
                  break_ties=False, vote="svc"):

@@ -28,8 +28,10 @@ import numpy as np
 from scipy.linalg import solve_triangular
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from .._constraints import BACKEND, KERNEL, NON_NEGATIVE, POSITIVE_INT, RANDOM_STATE
 from ..backend import resident, solver_kernel
 from ..kernels import Kernel, estimator_kernel, resolve_kernel
 from ..parallel import dask_rowwise, is_dask_array
@@ -364,6 +366,12 @@ class GreedyBasis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
             spec.bool(), spec.int(), spec.float(), spec.str(),
             spec.list(spec.one_of(spec.int(), spec.float()))), optional=True),
     }
+
+    # Checked by sparsekm.load on every parameter read from a file.
+    _parameter_constraints = {
+        **KERNEL, "n_basis": POSITIVE_INT, "tol": NON_NEGATIVE,
+        "init": [StrOptions(set(_INITS))], "pivoting": [StrOptions(set(_PIVOTING))],
+        "random_state": RANDOM_STATE, "backend": BACKEND}
 
     def __init__(self, n_basis=100, tol=1e-3, kernel=None, init="random", pivoting="greedy",
                  random_state=None,

@@ -13,10 +13,14 @@ basis vectors (section 4.1):
 
 from __future__ import annotations
 
+from numbers import Integral, Real
+
 import numpy as np
 from scipy.linalg import solve_triangular
 from sklearn.svm import SVC, LinearSVC
+from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._constraints import KERNEL, NON_NEGATIVE, POSITIVE, POSITIVE_INT, RANDOM_STATE
 from ..approx.greedy import GreedyBasis, _checked_kernel
 from ..expansion import KernelExpansion
 from ..parallel import is_dask_array
@@ -210,6 +214,13 @@ class ApproxSVC(BinaryExpansionClassifier):
                       "dask_info_": spec.dict(spec.one_of(
                           spec.bool(), spec.int(), spec.float(), spec.str(),
                           spec.list(spec.one_of(spec.int(), spec.float()))), optional=True)}
+
+    # Checked by sparsekm.load on every parameter read from a file.
+    _parameter_constraints = {
+        **KERNEL, "C": POSITIVE, "n_basis": [Interval(Real, 0, 1, closed="right"), *POSITIVE_INT],
+        "tol": NON_NEGATIVE, "basis": [StrOptions(set(_BASES))],
+        "solver": [StrOptions(set(_SOLVERS))], "init": [StrOptions({"random", "max-diag"})],
+        "random_state": RANDOM_STATE, "max_iter": [Interval(Integral, -1, None, closed="left")]}
 
     def __init__(self, C=1.0, n_basis=0.1, tol=1e-3, kernel=None, basis="greedy", solver="smo",
                  init="random", random_state=None, max_iter=-1,

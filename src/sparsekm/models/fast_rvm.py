@@ -47,6 +47,7 @@ import numpy as np
 from scipy.linalg import cho_solve, solve_triangular
 from scipy.special import expit, logit
 
+from .._constraints import BOOLEAN, KERNEL, NON_NEGATIVE, POSITIVE_INT
 from ..expansion import KernelExpansion
 from ..kernels import resolve_kernel
 from ..persistence import register
@@ -355,6 +356,11 @@ class FastRVC(RVC):
     >>> bool(clf.score(X, y) > 0.95), bool(clf.n_vectors_ < 10)
     (True, True)
     """
+
+    # Checked by sparsekm.load on every parameter read from a file.
+    _parameter_constraints = {
+        **KERNEL, "max_iter": POSITIVE_INT, "tol": NON_NEGATIVE, "fit_intercept": BOOLEAN,
+        "verbose": ["verbose"]}
 
     def __init__(self, kernel=None, max_iter=10000, tol=1e-3, fit_intercept=True,
                  verbose=False, gamma="scale", degree=3, coef0=0.0):

@@ -28,8 +28,10 @@ import scipy.linalg
 from scipy.sparse.linalg import eigsh
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from .._constraints import BOOLEAN, KERNEL, NON_NEGATIVE, POSITIVE_INT, RANDOM_STATE
 from .. import persistence
 from ..expansion import KernelExpansion
 from ..kernels import estimator_kernel
@@ -175,6 +177,12 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         "expansions_": persistence.spec.expansion(n_terms="n_samples", n_features="n_features",
                                                   n_outputs="n_components"),
     }
+
+    # Checked by sparsekm.load on every parameter read from a file.
+    _parameter_constraints = {
+        **KERNEL, "n_components": [*POSITIVE_INT, None],
+        "eigen_solver": [StrOptions(set(_EIGEN_SOLVERS))], "tol": NON_NEGATIVE,
+        "max_iter": [*POSITIVE_INT, None], "random_state": RANDOM_STATE, "center": BOOLEAN}
 
     def __init__(self, n_components=None, kernel=None, eigen_solver="auto", tol=0.0,
                  max_iter=None, random_state=None, center=True,

@@ -27,9 +27,13 @@ decision boundary half-way between the projected class means.
 
 from __future__ import annotations
 
+from numbers import Real
+
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve, eigh
+from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._constraints import KERNEL, NON_NEGATIVE, POSITIVE_INT, RANDOM_STATE
 from ..approx.greedy import GreedyBasis, _checked_kernel
 from ..expansion import KernelExpansion
 from ..parallel import is_dask_array
@@ -163,6 +167,9 @@ class KernelFisherDiscriminant(BinaryExpansionClassifier):
     # Fitted state restored by sparsekm.load (see docs/persistence.md).
     _persist_attrs = BINARY_PERSIST_ATTRS
 
+    # Checked by sparsekm.load on every parameter read from a file.
+    _parameter_constraints = {**KERNEL, "C": NON_NEGATIVE}
+
     def __init__(self, C=1e-3, kernel=None,
                  gamma="scale", degree=3, coef0=0.0):
         self.C = C
@@ -239,6 +246,13 @@ class ApproxKFD(BinaryExpansionClassifier):
     # Fitted state restored by sparsekm.load (see docs/persistence.md).
     _persist_attrs = {**BINARY_PERSIST_ATTRS,
                       "basis_": spec.estimator("sparsekm.approx.greedy.GreedyBasis", n_features="n_features")}
+
+    # Checked by sparsekm.load on every parameter read from a file.
+    _parameter_constraints = {
+        **KERNEL, "C": NON_NEGATIVE,
+        "n_basis": [Interval(Real, 0, 1, closed="right"), *POSITIVE_INT],
+        "tol": NON_NEGATIVE, "init": [StrOptions({"random", "max-diag"})],
+        "random_state": RANDOM_STATE}
 
     def __init__(self, n_basis=0.25, C=1e-3, tol=1e-3, kernel=None, init="random",
                  random_state=None,

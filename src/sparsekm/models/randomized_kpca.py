@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from numbers import Integral, Real
+
 import numpy as np
 import scipy.sparse
 import scipy.sparse.linalg
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from .._constraints import KERNEL, POSITIVE, POSITIVE_INT, RANDOM_STATE
 from ..approx.randomized import (
     ThreadedCSROperator,
     _as_generator,
@@ -145,6 +149,15 @@ class RandomizedKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
         "_n_features_out": spec.int(bind="n_components"),
         "error_norm_estimate_": spec.float(optional=True),
     }
+
+    # Checked by sparsekm.load on every parameter read from a file.
+    _parameter_constraints = {
+        **KERNEL, "n_components": POSITIVE_INT, "sampling": [StrOptions(set(_SAMPLINGS))],
+        "s": [Interval(Real, 1, None, closed="left")], "solver": [StrOptions(set(_SOLVERS))],
+        "max_iter": POSITIVE_INT, "tol": POSITIVE,
+        "n_oversamples": [Interval(Integral, 0, None, closed="left")],
+        "noise_tol": [*POSITIVE, None], "block_size": [*POSITIVE_INT, None],
+        "random_state": RANDOM_STATE}
 
     def __init__(self, n_components=2, *, kernel=None, sampling="none", s=10.0,
                  solver="orthogonal-iteration", max_iter=1000, tol=1e-7, n_oversamples=0,

@@ -7,14 +7,18 @@ convert it to a :class:`~sparsekm.KernelExpansion`, approximate the expansion wi
 
 from __future__ import annotations
 
+from numbers import Integral
+
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
 from sklearn.exceptions import NotFittedError
 from sklearn.multiclass import OneVsRestClassifier
 from sklearn.svm import SVC, SVR
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
+from .._constraints import BACKEND, BOOLEAN, N_JOBS, POSITIVE, POSITIVE_INT, RANDOM_STATE
 from .. import persistence
 from ..expansion import KernelExpansion
 from ..parallel import dask_rowwise
@@ -33,6 +37,20 @@ def _is_fitted(est):
     except TypeError:
         return False
     return True
+
+
+# Parameters shared by ReducedSetClassifier and ReducedSetRegressor, as sparsekm.load checks them.
+_COMMON_CONSTRAINTS = {
+    "n_vectors": POSITIVE_INT,
+    "method": [StrOptions({"construct", "construct+refine", "select-kpca", "select-backward",
+                           "select-l1"})],
+    "c": [StrOptions({"uniform", "inverse"})], "lam": [*POSITIVE, None],
+    "n_init": POSITIVE_INT, "max_iter": POSITIVE_INT,
+    "refine_max_iter": [Interval(Integral, 0, None, closed="left")],
+    "n_sweeps": [Interval(Integral, 0, None, closed="left")],
+    "step": [StrOptions({"one-term", "orthogonal"})], "random_state": RANDOM_STATE,
+    "backend": BACKEND,
+}
 
 
 class _ReducedSetBase(BaseEstimator):
@@ -221,6 +239,13 @@ class ReducedSetClassifier(ClassifierMixin, _ReducedSetBase):
             keys=("n_vectors", "budget", "error", "full_error", "full_budget", "target_error",
                   "chosen", "met", "search"), optional=True),
     }
+
+    # Checked by sparsekm.load on every parameter read from a file.
+    _parameter_constraints = {
+        **_COMMON_CONSTRAINTS, "estimator": [HasMethods(["fit", "decision_function"]), None],
+        "shared": ["boolean", StrOptions({"auto"})],
+        "refit_intercept": ["boolean", StrOptions({"joint"})],
+        "n_jobs": N_JOBS}
 
     def __init__(self, estimator=None, n_vectors=25, method="construct", shared="auto",
                  refit_intercept=True, c="inverse", lam=None, n_init=5, max_iter=200,
@@ -427,6 +452,11 @@ class ReducedSetRegressor(RegressorMixin, _ReducedSetBase):
         "n_iter_": persistence.spec.int(min=1),
         "relative_objective_": persistence.spec.float(),
     }
+
+    # Checked by sparsekm.load on every parameter read from a file.
+    _parameter_constraints = {
+        **_COMMON_CONSTRAINTS, "estimator": [HasMethods(["fit", "predict"]), None],
+        "refit_intercept": BOOLEAN}
 
     def __init__(self, estimator=None, n_vectors=25, method="construct", refit_intercept=True,
                  c="inverse", lam=None, n_init=5, max_iter=200, refine_max_iter=300,

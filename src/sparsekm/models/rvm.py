@@ -32,7 +32,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import LinAlgError, cho_factor, cho_solve
 from scipy.special import expit
+from sklearn.utils._param_validation import StrOptions
 
+from .._constraints import BOOLEAN, KERNEL, NON_NEGATIVE, POSITIVE, POSITIVE_INT
 from ..expansion import KernelExpansion
 from ..kernels import resolve_kernel
 from ..parallel import dask_rowwise
@@ -375,6 +377,12 @@ class RVC(BinaryExpansionClassifier):
         "expansion_": spec.expansion(n_terms="n_terms", n_features="n_features", n_outputs=1),
         "n_features_in_": spec.int(bind="n_features"),
     }
+
+    # Checked by sparsekm.load on every parameter read from a file.
+    _parameter_constraints = {
+        **KERNEL, "max_iter": POSITIVE_INT, "tol": NON_NEGATIVE, "threshold_alpha": POSITIVE,
+        "prune_rule": [StrOptions({"marginal", "threshold"})], "fit_intercept": BOOLEAN,
+        "verbose": ["verbose"]}
 
     def __init__(self, kernel=None, max_iter=1000, tol=1e-3, threshold_alpha=1e9,
                  prune_rule="marginal", fit_intercept=True, verbose=False,

@@ -22,15 +22,27 @@ so the result does not depend on ``n_jobs``.
 
 from __future__ import annotations
 
+from numbers import Integral
 import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
+from .._constraints import (
+    BACKEND,
+    BOOLEAN,
+    KERNEL,
+    N_JOBS,
+    NON_NEGATIVE,
+    POSITIVE,
+    POSITIVE_INT,
+    RANDOM_STATE,
+)
 from .. import direct
 from ..backend import resident, solver_kernel
 from ..expansion import KernelExpansion
@@ -79,6 +91,11 @@ def _solve_fixed(X, y, Z, kernel, C, features="whitened"):
     Xu, yu, counts = direct.aggregate_duplicates(X, y)
     return direct.fixed_z_svm(Xu, yu, Z, kernel, C, features=features, tol=1e-6,
                               on_singular="pinv", sample_weight=counts)
+
+
+# Parameters every classifier of this module has, as sparsekm.load checks them.
+_CONSTRAINTS = {**KERNEL, "n_vectors": POSITIVE_INT, "C": POSITIVE, "random_state": RANDOM_STATE,
+                "n_jobs": N_JOBS}
 
 
 class _DirectSparseBase(ClassifierMixin, BaseEstimator):
@@ -341,6 +358,12 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
                       "W_history_": spec.list(spec.array("f", (None,)), length="n_runs"),
                       "n_iter_": spec.array("iu", ("n_runs",))}
 
+    # Checked by sparsekm.load on every parameter read from a file.
+    _parameter_constraints = {
+        **_CONSTRAINTS, "init": [StrOptions({"random", "kmeans"}), "array-like"],
+        "max_iter": [Interval(Integral, 0, None, closed="left")], "tol": NON_NEGATIVE,
+        "verbose": ["verbose"], "shared": BOOLEAN, "backend": BACKEND}
+
     def __init__(self, n_vectors=10, C=1.0, kernel=None, init="random", max_iter=100, tol=1e-6,
                  random_state=None, verbose=False, n_jobs=None,
                  gamma="scale", degree=3, coef0=0.0, shared=False, backend=None):
@@ -504,6 +527,13 @@ class SparseKFD(_DirectSparseBase):
     _persist_attrs = {**SparseLargeMarginClassifier._persist_attrs,
                       "fisher_coef_": spec.list(spec.array("f", (None,)), length="n_outputs")}
 
+    # Checked by sparsekm.load on every parameter read from a file.
+    _parameter_constraints = {
+        **_CONSTRAINTS, "mu": POSITIVE,
+        "init": [StrOptions({"kmeans", "random"}), "array-like"],
+        "max_iter": [Interval(Integral, 0, None, closed="left")], "tol": NON_NEGATIVE,
+        "verbose": ["verbose"]}
+
     def __init__(self, n_vectors=10, C=1.0, mu=1e-3, kernel=None, init="kmeans", max_iter=100,
                  tol=1e-6, random_state=None, verbose=False, n_jobs=None,
                  gamma="scale", degree=3, coef0=0.0):
@@ -595,6 +625,9 @@ class RSVM(_FixedZClassifier):
 
     _features = "empirical"
 
+    # Checked by sparsekm.load on every parameter read from a file.
+    _parameter_constraints = _CONSTRAINTS
+
     def __init__(self, n_vectors=10, C=1.0, kernel=None, random_state=None, n_jobs=None,
                  gamma="scale", degree=3, coef0=0.0):
         self.n_vectors = n_vectors
@@ -635,6 +668,9 @@ class ModifiedRSVM(_FixedZClassifier):
     n_jobs : int or None, default=None
         One-vs-rest problems in parallel, as in :class:`SparseLargeMarginClassifier`.
     """
+
+    # Checked by sparsekm.load on every parameter read from a file.
+    _parameter_constraints = _CONSTRAINTS
 
     def __init__(self, n_vectors=10, C=1.0, kernel=None, random_state=None, n_jobs=None,
                  gamma="scale", degree=3, coef0=0.0):
@@ -689,6 +725,10 @@ class ModifiedRS(_DirectSparseBase):
     expansion_, classes_, objective_ (``W`` of eq. 44 at ``Z``), duality_gap_,
     n_features_in_
     """
+
+    # Checked by sparsekm.load on every parameter read from a file.
+    _parameter_constraints = {
+        **_CONSTRAINTS, "Z": ["array-like", list, None]}
 
     def __init__(self, n_vectors=10, C=1.0, kernel=None, Z=None, random_state=None,
                  n_jobs=None,

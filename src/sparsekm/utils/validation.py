@@ -144,10 +144,39 @@ def check_finite_kernel_input(X, name="X", owner=None):
             f"{name} is finite but too large{who}: its squared norms ||x||^2 overflow "
             f"{X.dtype.name} (max |{name}| = {float(np.max(np.abs(X))):.3g}), so the kernel "
             "computation would produce non-finite intermediate values (overflow in the "
-            f"squared distances / inner products). Rescale {name}, e.g. with "
-            "sklearn.preprocessing.StandardScaler."
+            f"squared distances / inner products). Rescale {name}, e.g. divide it by "
+            f"max |{name}| (sklearn's StandardScaler itself overflows on such values)."
         )
     return X
+
+
+def _explain_non_finite(X, owner, exc):
+    """Raise a clearer error when whole columns of ``X`` are NaN or inf.
+
+    A column that is non-finite in every row is rarely missing data: it is what a
+    preceding step gives when it overflowed, e.g. ``StandardScaler`` on values above
+    ~1e154, whose squares exceed float64's 1.8e308 and make ``var_``, ``scale_`` and
+    the output NaN. Saying "Input X contains NaN" then blames the user's data.
+    """
+    try:
+        A = np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError):
+        return
+    if A.ndim != 2 or A.shape[0] < 2:
+        return
+    bad = np.flatnonzero(~np.isfinite(A).any(axis=0))
+    if bad.size == 0:
+        return
+    cols = ", ".join(str(int(c)) for c in bad[:8]) + (", ..." if bad.size > 8 else "")
+    first = str(exc).split("\n")[0]
+    raise ValueError(
+        f"{first} {owner} got X whose column(s) [{cols}] are NaN or inf in every one of "
+        f"its {A.shape[0]} rows: usually the mark of an overflow in a preceding step, not of "
+        "missing values: e.g. StandardScaler in a Pipeline overflows on inputs larger than "
+        "about 1e154 in magnitude (their squares exceed float64's 1.8e308) and outputs NaN. "
+        "Check the raw input for huge values and rescale it (e.g. divide by its largest "
+        "magnitude) before the scaler."
+    ) from exc
 
 
 def _dask_in_memory_error(X, name="X"):
@@ -176,7 +205,12 @@ def validate_X(estimator, X, y="no_validation", *, reset=True, **kwargs):
     # differently by layout; C order makes DataFrame and array inputs (and a model
     # stored from either and loaded back) compute bit for bit the same.
     kwargs.setdefault("order", "C")
-    out = validate_data(estimator, X, y, reset=reset, **kwargs)
+    try:
+        out = validate_data(estimator, X, y, reset=reset, **kwargs)
+    except ValueError as exc:
+        if "contains NaN" in str(exc) or "contains infinity" in str(exc):
+            _explain_non_finite(X, type(estimator).__name__, exc)
+        raise
     X_checked = out[0] if isinstance(out, tuple) else out
     check_finite_kernel_input(X_checked, owner=type(estimator).__name__)
     return out

@@ -1,0 +1,36 @@
+"""Parameter constraints shared by sparsekm estimators (scikit-learn's ``_parameter_constraints``).
+
+Each estimator declares ``_parameter_constraints`` in scikit-learn's vocabulary, so that
+:func:`sparsekm.load` validates every constructor parameter read from a file with the
+estimator's own rules (``sklearn.utils._param_validation``) before building it. ``fit``
+keeps its own checks; these tables state the same ranges.
+"""
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from .kernels import Kernel
+
+__all__ = ["KERNEL", "POSITIVE", "NON_NEGATIVE", "POSITIVE_INT", "REAL", "RANDOM_STATE",
+           "N_JOBS", "BACKEND", "BOOLEAN"]
+
+POSITIVE = [Interval(Real, 0, None, closed="neither")]
+NON_NEGATIVE = [Interval(Real, 0, None, closed="left")]
+POSITIVE_INT = [Interval(Integral, 1, None, closed="left")]
+REAL = [Interval(Real, None, None, closed="neither")]
+RANDOM_STATE = ["random_state", np.random.Generator]
+N_JOBS = [Integral, None]
+BACKEND = [StrOptions({"numpy", "torch"}), None]
+BOOLEAN = ["boolean"]
+
+#: ``kernel``, ``gamma``, ``degree`` and ``coef0`` (see :func:`sparsekm.kernels.resolve_kernel`).
+KERNEL = {
+    "kernel": [Kernel, str, None],
+    "gamma": [StrOptions({"scale", "auto"}), *POSITIVE],
+    "degree": POSITIVE_INT,
+    "coef0": REAL,
+}
