@@ -287,3 +287,38 @@ def test_prefixes_equal_direct_construction(blobs, shared):
         assert got.n_terms == direct.n_terms
         np.testing.assert_allclose(got.decision_function(Xv), direct.decision_function(Xv),
                                    rtol=1e-8, atol=1e-8)
+
+
+def test_cli_reduce_with_train_and_validation(blobs, tmp_path, capsys):
+    import joblib
+
+    from sparsekm.cli import main
+    ovo, Xtr, ytr, Xv, yv, Xte, yte = blobs
+    joblib.dump(ovo, tmp_path / "m.joblib")
+    np.savetxt(tmp_path / "tr.csv", np.column_stack([Xtr, ytr]), delimiter=",")
+    np.savetxt(tmp_path / "val.csv", np.column_stack([Xv, yv]), delimiter=",")
+    base = ["--quiet", "reduce", str(tmp_path / "m.joblib"), "--trust-pickle"]
+    data = ["--train", str(tmp_path / "tr.csv"), "--validation", str(tmp_path / "val.csv")]
+    rc = main([*base, "-n", "6", *data, "--method", "kmeans-svm", "-o", str(tmp_path / "s.skm")])
+    out = capsys.readouterr().out
+    assert rc == 0 and "kmeans-svm" in out and "chosen" in out and "agree" in out
+    assert (tmp_path / "s.png").stat().st_size > 0
+    small = sparsekm.load(tmp_path / "s.skm")
+    direct = sparsekm.compress(ovo, Xv, yv, n_vectors=6, X_train=Xtr, y_train=ytr,
+                               method="kmeans-svm", random_state=0)
+    np.testing.assert_allclose(small.decision_function(Xte), direct.decision_function(Xte))
+    rc = main([*base, "--max-error-increase", "0.02", "--validation", str(tmp_path / "val.csv"),
+               "--method", "construct", "-o", str(tmp_path / "t.skm")])
+    assert rc == 0 and "target: error <=" in capsys.readouterr().out
+    # options that do not apply are refused (exit 2), never ignored
+    refused = [
+        ["-n", "6", "--plot", str(tmp_path / "p.png")],                   # no data: no report
+        ["-n", "6", "--method", "auto"],                                  # auto needs data
+        ["-n", "6", "--per-class", *data],                                # budget is total
+        ["-n", "6", "--max-error-increase", "0.01", *data],               # budget or tolerance
+    ]
+    for extra in refused:
+        with pytest.raises(SystemExit) as exc:
+            main([*base, *extra, "-o", str(tmp_path / "u.skm")])
+        assert exc.value.code == 2, extra
+    assert not (tmp_path / "u.skm").exists()
