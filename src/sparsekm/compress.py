@@ -1,20 +1,18 @@
-"""Automatic budgets: the smallest reduced machine that keeps the validation error.
+"""The best small classifier in one call: :func:`compress`.
 
-:func:`compress` searches the reduced-set size (the *budget*: kernel evaluations per
-prediction, all classes together) of a fitted kernel classifier on validation data
-and returns the smallest :class:`~sparsekm.models.ReducedSetClassifier` whose
-validation error is at most the full machine's plus ``max_error_increase``.
+:func:`compress` makes a fitted kernel classifier cheap to apply. Given a *budget*
+(``n_vectors``: distinct kernel evaluations per prediction, all classes together) it
+tries several ways to build a classifier within it -- reduced sets of the machine itself
+(construction, eq. 74-77; plus phase 2) and machines trained directly with few vectors
+(shared SLMC from the reduced set; linear SVMs on the features ``K(x, Z) K_zz^{-1/2}`` of
+a uniform subset, the k-means centres or a greedy basis, i.e. the Nystrom + LinearSVC
+peers written as kernel expansions) -- and returns the one with the lowest validation
+error, with a report of every candidate. Given a *tolerance* (``max_error_increase``)
+it returns the smallest budget whose validation error stays within it.
 
-The search walks a geometric grid of sizes ``1, 2, 4, ...`` until the tolerance is
-met, then bisects between the last failing and the first passing size. With
-``method="construct"`` it is cheap: reduced-set construction adds one vector at a
-time and re-fits all coefficients by Proposition 8 (*Input space vs. feature space*,
-eq. 74-77), and the first ``m`` vectors of an ``N``-vector run are exactly the
-``m``-vector run (one random stream per output), so one run gives every smaller
-size: its first ``m`` vectors with coefficients ``beta = (K^z)^-1 K^zx alpha``
-(Proposition 8) re-computed for the prefix. Other methods (and machines whose
-structure is unknown here, e.g. a one-vs-one SVC) are re-fitted through
-:class:`~sparsekm.models.ReducedSetClassifier` at every size walked.
+:func:`construct_prefixes` (one construction whose prefixes give every smaller reduced
+set: the first ``m`` vectors of an ``N``-vector run with the Proposition-8 coefficients
+``beta = (K^z)^-1 K^zx alpha`` re-computed) serves the budget walk and the benchmarks.
 """
 
 from __future__ import annotations
