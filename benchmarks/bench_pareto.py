@@ -691,7 +691,8 @@ def _src_hash():
 
 def _method_deps():
     """Code a method's cells depend on beyond its function and the common helpers."""
-    import sparsekm.compress as cm
+    import importlib
+    cm = importlib.import_module("sparsekm.compress")  # the module, not the function
     tuned = (_c_variants,)
     return {"slmc": tuned, "approx_svc": tuned, "slmc_shared": tuned + (m_slmc_shared_c,),
             "slmc_shared_rs": tuned + (m_slmc_shared_c,),
