@@ -856,7 +856,32 @@ def summarize(name, ctx, full, tiers, cells):
             row["sparsekm_test_le_peer"] = best["sparsekm"]["test_error"] <= \
                 best["peer"]["test_error"]
         rows.append(row)
+    # issue 24: compress(auto) against the best peer (chosen on validation) + one
+    # binomial standard error of the test set
+    n_test = int(ctx.X_test.shape[0])
+    for row in rows:
+        c = cells.get("compress_auto", {}).get(str(row["budget"]))
+        if c is None or "peer" not in row:
+            continue
+        p = row["peer"]["test_error"]
+        se = float(np.sqrt(p * (1 - p) / n_test))
+        row["compress_auto"] = {"test_error": c["test_error"], "method": c["variant"],
+                                "n_evals": c["n_evals"], "peer_plus_se": p + se,
+                                "le_peer_plus_se": bool(c["test_error"] <= p + se + 1e-12)}
     out = {"per_budget": rows}
+    ca = [r for r in rows if "compress_auto" in r and r["tier"] >= 100]
+    if ca:
+        out["target_compress"] = {
+            "statement": "at every budget >= 100 (tier) compress(auto)'s test error <= the "
+                         "best peer's (chosen on validation) + one binomial SE of the test "
+                         "set, and <= the best peer's on average over those tiers",
+            "met_every_tier": all(r["compress_auto"]["le_peer_plus_se"] for r in ca),
+            "failed_tiers": [r["tier"] for r in ca if not r["compress_auto"]["le_peer_plus_se"]],
+            "mean_compress": float(np.mean([r["compress_auto"]["test_error"] for r in ca])),
+            "mean_best_peer": float(np.mean([r["peer"]["test_error"] for r in ca])),
+            "tiers": [r["tier"] for r in ca]}
+        t = out["target_compress"]
+        t["met_on_average"] = bool(t["mean_compress"] <= t["mean_best_peer"] + 1e-12)
     applies = [r for r in rows if r.get("target_a_applies")]
     out["target_a"] = {
         "statement": "at every budget >= 100 (tier) the best sparsekm method chosen on "
@@ -970,6 +995,27 @@ def markdown_report(names, out_dir=RESULTS):
                 f"{100 * r['peer']['test_error']:.2f} % against "
                 f"{res['methods'][r['sparsekm']['method']]['label']} "
                 f"{100 * r['sparsekm']['test_error']:.2f} %" for r in wins) + "."]
+        comp = [r for r in res["summary"]["per_budget"] if "compress_auto" in r]
+        if comp:
+            lines += ["", "`sparsekm.compress` (auto, default time limit) against the best peer "
+                      "(both chosen on validation); SE = binomial standard error of the best "
+                      "peer's test error on this test set:", "",
+                      "| budget | compress(auto): test % (method chosen, evaluations) | best "
+                      "peer % | peer + 1 SE % | compress ≤ peer + SE |", "|---|---|---|---|---|"]
+            for r in comp:
+                c = r["compress_auto"]
+                lines.append(f"| {r['budget']} | {100 * c['test_error']:.2f} ({c['method']}, "
+                             f"{c['n_evals']}) | {100 * r['peer']['test_error']:.2f} | "
+                             f"{100 * c['peer_plus_se']:.2f} | "
+                             f"{'yes' if c['le_peer_plus_se'] else '**no**'} |")
+            tc = res["summary"].get("target_compress")
+            if tc:
+                lines += ["", f"compress target (tiers ≥ 100: {tc['tiers']}): every tier "
+                          f"**{'yes' if tc['met_every_tier'] else 'no'}**"
+                          + (f" (fails at {tc['failed_tiers']})" if tc["failed_tiers"] else "")
+                          + f"; on average {100 * tc['mean_compress']:.2f} % vs best peer "
+                          f"{100 * tc['mean_best_peer']:.2f} %: "
+                          f"**{'yes' if tc['met_on_average'] else 'no'}**."]
         ta = res["summary"]["target_a"]
         run = sorted(int(t) for t in res["protocol"]["budget_tiers"])
         partial = [t for t in TIERS if t not in run]
