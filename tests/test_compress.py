@@ -88,13 +88,10 @@ def test_kmeans_candidate_is_sklearn_nystroem_plus_linear_svc(blobs):
     centres = KMeans(n_clusters=12, n_init=1, random_state=small.random_state).fit(
         Xtr).cluster_centers_
     np.testing.assert_allclose(np.sort(Z, axis=0), np.sort(centres, axis=0), atol=1e-12)
-    # scikit-learn's Nystroem with these centres as its landmarks: fitted on the 12
-    # centres it keeps all of them, in the order of its own permutation; handed them so
-    # that this order is compress's (same features, not only the same span)
-    inds = np.random.RandomState(0).permutation(12)
-    rows = np.empty_like(Z)
-    rows[inds] = Z
-    ny = Nystroem(kernel="rbf", gamma=0.2, n_components=12, random_state=0).fit(rows)
+    # scikit-learn's Nystroem with these centres as its landmarks (fitted on the 12
+    # centres it keeps all of them, in the order of its own permutation)
+    ny = Nystroem(kernel="rbf", gamma=0.2, n_components=12,
+                  random_state=small.random_state).fit(centres)
     np.testing.assert_array_equal(ny.components_, Z)
     svm = LinearSVC(C=C, max_iter=5000, random_state=small.random_state).fit(
         ny.transform(Xtr), ytr)

@@ -33,7 +33,8 @@ from .reduced_set import construct, optimal_coefficients
 from .utils.validation import check_array, check_scalar
 
 __all__ = ["compress", "CompressReport", "CompressedClassifier", "CompressCurve",
-           "construct_prefixes", "nystroem_normalization", "AUTO_METHODS"]
+           "construct_prefixes", "nystroem_features", "nystroem_normalization",
+           "AUTO_METHODS"]
 
 
 @dataclass
@@ -412,12 +413,13 @@ class _Split:
     cache: dict = field(default_factory=dict)
 
 
-def _fixed_z_linear_svm(kernel, Z, M, X, y, classes, C, seed):
-    """Linear SVM on the features ``K(x, Z) M``, written back as an expansion on ``Z``:
-    ``beta = M w`` (one column per one-vs-rest machine; one output when binary)."""
+def _fixed_z_linear_svm(kernel, Z, M, transform, X, y, C, seed):
+    """Linear SVM on the features ``transform(X) = K(x, Z) M``, written back as an
+    expansion on ``Z``: ``beta = M w`` (one column per one-vs-rest machine; one output
+    when binary)."""
     from sklearn.svm import LinearSVC
 
-    F = np.asarray(kernel(X, Z)) @ M
+    F = transform(X)
     svm = LinearSVC(C=C, max_iter=5000, random_state=seed).fit(F, y)
     W = svm.coef_
     if W.shape[0] == 1:
@@ -433,6 +435,40 @@ def nystroem_normalization(kernel, Z):
     U, S, V = linalg.svd(np.asarray(kernel(Z, Z)))
     S = np.maximum(S, 1e-12)
     return ((U / np.sqrt(S)) @ V).T
+
+
+def _sklearn_kernel(kernel):
+    """``(name, params)`` of scikit-learn's pairwise kernel equal to ``kernel``, or None."""
+    from .kernels import RBF, Linear, Polynomial
+
+    if type(kernel) is RBF:
+        return "rbf", {"gamma": float(kernel.gamma)}
+    if type(kernel) is Linear:
+        return "linear", {}
+    if type(kernel) is Polynomial:
+        return "poly", {"gamma": float(kernel.gamma), "degree": kernel.degree,
+                        "coef0": float(kernel.coef0)}
+    return None
+
+
+def nystroem_features(kernel, Z, seed):
+    """The Nystrom feature map on the landmarks ``Z``: ``(Z', M, transform)`` with
+    ``transform(X) = K(X, Z') M``, ``M = K_z'z'^{-1/2}`` and ``Z'`` the rows of ``Z``.
+
+    For the kernels scikit-learn has (RBF, linear, polynomial) this *is*
+    ``sklearn.kernel_approximation.Nystroem(kernel, n_components=len(Z),
+    random_state=seed).fit(Z)`` (landmarks in its order; the same features to the last
+    bit), otherwise the same formula with sparsekm's kernel.
+    """
+    spec = _sklearn_kernel(kernel)
+    if spec is None:
+        M = nystroem_normalization(kernel, Z)
+        return Z, M, lambda X: np.asarray(kernel(X, Z)) @ M
+    from sklearn.kernel_approximation import Nystroem
+
+    ny = Nystroem(kernel=spec[0], n_components=Z.shape[0], random_state=seed,
+                  **spec[1]).fit(Z)
+    return np.asarray(ny.components_, dtype=np.float64), ny.normalization_.T, ny.transform
 
 
 def _distinct_rows(X):
@@ -522,6 +558,7 @@ class _Candidates:
                                  random_state=self.seed).fit(X)
                 Z = np.asarray(gb.basis_vectors_, dtype=np.float64)
                 M = solve_triangular(gb.cholesky_, np.eye(Z.shape[0]), lower=True).T
+                transform = gb.transform
             else:
                 U = _distinct_rows(X)
                 k = min(b, U.shape[0])
@@ -532,10 +569,10 @@ class _Candidates:
                 else:  # uniform-svm
                     rng = check_random_state(self.seed)
                     Z = U[np.sort(rng.choice(U.shape[0], size=k, replace=False))]
-                M = nystroem_normalization(self.kernel, Z)
-            split.cache[key] = (Z, M)
-        Z, M = split.cache[key]
-        return _like(self.exact0, _fixed_z_linear_svm(self.kernel, Z, M, X, y, classes, C,
+                Z, M, transform = nystroem_features(self.kernel, Z, self.seed)
+            split.cache[key] = (Z, M, transform)
+        Z, M, transform = split.cache[key]
+        return _like(self.exact0, _fixed_z_linear_svm(self.kernel, Z, M, transform, X, y, C,
                                                       self.seed), scheme)
 
 
