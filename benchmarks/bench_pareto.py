@@ -492,8 +492,12 @@ def m_compress_auto(ctx, budgets):
             variant = votes.most_common(1)[0][0]
             exact = ExpansionClassifier.from_estimator(est)
             t = time.perf_counter()
-            cands = _Candidates(exact, True, 5, 200, SEED)
-            clf = cands.build(_Split(ctx.X_fit, ctx.y_fit, None, None, exact), method, b, variant)
+            if method == "original":  # budget >= the SVC's vectors: returned unchanged
+                clf = exact
+            else:
+                cands = _Candidates(exact, True, 5, 200, SEED)
+                clf = cands.build(_Split(ctx.X_fit, ctx.y_fit, None, None, exact), method, b,
+                                  variant)
             secs = time.perf_counter() - t
             test = float(np.mean(clf.predict(ctx.X_test) != ctx.y_test))
             out[b] = _cell(ctx, None, test, clf.expansion.compress().n_terms, secs, method, {},
@@ -507,8 +511,7 @@ def m_compress_auto(ctx, budgets):
                              y_train=ctx.y_fit, random_state=SEED)
         secs = time.perf_counter() - t
         rows = small.compress_report_["rows"]
-        by = {r["method"]: r["val_error"] for r in rows
-              if r["status"] in ("ok", "chosen") and r["method"] != "original"}
+        by = {r["method"]: r["val_error"] for r in rows if r["status"] in ("ok", "chosen")}
         for r in rows:
             if r["status"] in ("ok", "chosen"):
                 _COMPRESS_CHOICES.setdefault((ctx.name, b), []).append((r["method"],
