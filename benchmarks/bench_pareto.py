@@ -492,6 +492,10 @@ def m_compress_auto(ctx, budgets):
             variant = votes.most_common(1)[0][0]
             exact = ExpansionClassifier.from_estimator(est)
             t = time.perf_counter()
+            if method == "original" and exact.expansion.compress().n_terms > b:
+                # chosen on a fold whose SVC had at most b vectors; the SVC refitted on all
+                # training data has more: its reduced set at the budget stands in for it
+                method, variant = "construct", "b kept"
             if method == "original":  # budget >= the SVC's vectors: returned unchanged
                 clf = exact
             else:
@@ -500,8 +504,8 @@ def m_compress_auto(ctx, budgets):
                                   variant)
             secs = time.perf_counter() - t
             test = float(np.mean(clf.predict(ctx.X_test) != ctx.y_test))
-            out[b] = _cell(ctx, None, test, clf.expansion.compress().n_terms, secs, method, {},
-                           detail=variant)
+            out[b] = _cell(ctx, None, test, clf.expansion.compress().n_terms, secs,
+                           ctx.forced[b], {}, detail=f"{method}, {variant}")
             continue
         t = time.perf_counter()
         import warnings
