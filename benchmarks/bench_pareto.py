@@ -873,7 +873,8 @@ def summarize(name, ctx, full, tiers, cells):
             continue
         p = row["peer"]["test_error"]
         se = float(np.sqrt(p * (1 - p) / n_test))
-        row["compress_auto"] = {"test_error": c["test_error"], "method": c["variant"],
+        row["compress_auto"] = {"test_error": c["test_error"],
+                                "method": c.get("detail") or c["variant"],
                                 "n_evals": c["n_evals"], "peer_plus_se": p + se,
                                 "le_peer_plus_se": bool(c["test_error"] <= p + se + 1e-12)}
     out = {"per_budget": rows}
