@@ -345,19 +345,42 @@ def m_rs_select_l1(ctx, budgets):
     return _reduce_each(ctx, budgets, "select-l1")
 
 
+def _c_variants(ctx, b, make, label):
+    """``make(C)`` fits and returns a classifier; C chosen on validation among ``C_GRID``
+    exactly as for the peers (in the final mode only the chosen C is fitted). Returns the
+    cell with the fit time of the chosen C's model."""
+    fitted, seconds = {}, {}
+
+    def build(C):
+        t = time.perf_counter()
+        clf = make(C)
+        seconds[C] = time.perf_counter() - t
+        fitted[C] = clf
+        return clf.predict
+
+    variant, val, test, by = _best_variant(
+        ctx, b, [(f"{label}, C={C:g}", lambda C=C: build(C)) for C in C_GRID])
+    C = float(variant.rsplit("C=", 1)[1])
+    clf = fitted[C]
+    ests = getattr(clf, "estimators_", [clf])
+    n = _distinct(np.vstack([np.asarray(e.expansion_.vectors) for e in ests]))
+    extra = {}
+    if hasattr(clf, "n_iter_") and np.ndim(clf.n_iter_):
+        extra["n_iter"] = int(np.ravel(clf.n_iter_)[0])
+    return _cell(ctx, val, test, n, seconds[C], variant, by, **extra)
+
+
 def m_slmc(ctx, budgets):
+    """SLMC (per class, k-means init), C chosen on validation among ``C_GRID``."""
     from sparsekm.kernels import RBF
     from sparsekm.models import SLMC
     out = {}
     for b in budgets:
         m = _n_per_class(ctx, b)
-        t = time.perf_counter()
-        clf = SLMC(n_vectors=m, C=ctx.C, kernel=RBF(ctx.gamma), init="kmeans",
-                   max_iter=30 if ctx.quick else 100, random_state=SEED).fit(ctx.X_fit, ctx.y_fit)
-        seconds = time.perf_counter() - t
-        variant, val, test, by = _best_variant(ctx, b, [("kmeans init, C of the SVC",
-                                                         lambda clf=clf: clf.predict)])
-        out[b] = _cell(ctx, val, test, clf.expansion_.compress().n_terms, seconds, variant, by)
+        out[b] = _c_variants(ctx, b, lambda C, m=m: SLMC(
+            n_vectors=m, C=C, kernel=RBF(ctx.gamma), init="kmeans",
+            max_iter=30 if ctx.quick else 100, random_state=SEED).fit(ctx.X_fit, ctx.y_fit),
+            "kmeans init")
     return out
 
 
@@ -386,7 +409,33 @@ def m_slmc_shared(ctx, budgets, init="kmeans"):
 
 
 def m_slmc_shared_rs(ctx, budgets):
-    return m_slmc_shared(ctx, budgets, init="shared RS")
+    return m_slmc_shared_c(ctx, budgets, init="shared RS")
+
+
+def m_slmc_shared_c(ctx, budgets, init="kmeans"):
+    """As :func:`m_slmc_shared` (kept unchanged: its source is part of every cache key),
+    with C chosen on validation among ``C_GRID`` exactly as for the peers (issue 24)."""
+    from sparsekm.kernels import RBF
+    from sparsekm.models import SLMC
+    from sparsekm.reduced_set import construct
+    out = {}
+    for b in budgets:
+        t = time.perf_counter()
+        Z0 = init if init == "kmeans" else construct(ctx.psi(), b, shared=True,
+                                                     random_state=SEED).expansion.vectors
+        t_init = time.perf_counter() - t
+        m = b if init == "kmeans" else len(Z0)
+        cell = _c_variants(ctx, b, lambda C, m=m, Z0=Z0: SLMC(
+            n_vectors=m, C=C, kernel=RBF(ctx.gamma), init=Z0, shared=True,
+            max_iter=30 if ctx.quick else 100, random_state=SEED).fit(ctx.X_fit, ctx.y_fit),
+            f"shared, {init} init")
+        cell["fit_seconds"] += t_init
+        out[b] = cell
+    return out
+
+
+def m_slmc_shared_kmeans(ctx, budgets):
+    return m_slmc_shared_c(ctx, budgets, init="kmeans")
 
 
 def _ovr_or_binary(ctx, make):
@@ -401,19 +450,82 @@ def _n_evals_of(clf):
 
 
 def m_approx_svc(ctx, budgets):
+    """ApproxSVC with the whole budget: its greedy basis ignores the labels, so the
+    one-vs-rest machines share one basis of ``budget`` vectors (the real distinct count is
+    recorded); C chosen on validation among ``C_GRID`` (issue 24: it used to get
+    budget / n_classes vectors per class, a tenth of its budget, and the SVC's C)."""
     from sparsekm.kernels import RBF
     from sparsekm.models import ApproxSVC
     out = {}
     for b in budgets:
-        m = _n_per_class(ctx, b)
+        m = min(b, ctx.X_fit.shape[0])
+        out[b] = _c_variants(ctx, b, lambda C, m=m: _ovr_or_binary(
+            ctx, lambda: ApproxSVC(C=C, n_basis=m, kernel=RBF(ctx.gamma),
+                                   random_state=SEED)).fit(ctx.X_fit, ctx.y_fit),
+            "greedy basis of the whole budget")
+        if out[b]["n_evals"] > b:
+            raise AssertionError(f"ApproxSVC used {out[b]['n_evals']} > {b} vectors")
+    return out
+
+
+#: per (data set, budget): the (method, variant) compress chose on each selection context
+_COMPRESS_CHOICES = {}
+
+
+def m_compress_auto(ctx, budgets):
+    """``sparsekm.compress(svc, X_val, y_val, n_vectors=b, X_train, y_train)`` with its
+    defaults (method="auto", its own time limit), on the full OvR SVC of the context. Its
+    choice (method and that method's C / thresholds) is made on the validation data; on
+    several folds the method with the lowest mean validation error is taken (variants =
+    methods), with the C / thresholds compress chose for it most often; the final model
+    is that (method, variant) rebuilt on all training data."""
+    from collections import Counter
+
+    from sparsekm.compress import _Candidates, _Split, compress
+    from sparsekm.multiclass import ExpansionClassifier
+    est = ctx.svc_ovr()[0]
+    out = {}
+    for b in budgets:
+        if ctx.forced is not None:
+            method = ctx.forced[b]
+            votes = Counter(v for m, v in _COMPRESS_CHOICES.get((ctx.name, b), []) if m == method)
+            variant = votes.most_common(1)[0][0]
+            exact = ExpansionClassifier.from_estimator(est)
+            t = time.perf_counter()
+            if method == "original" and exact.expansion.compress().n_terms > b:
+                # chosen on a fold whose SVC had at most b vectors; the SVC refitted on all
+                # training data has more: its reduced set at the budget stands in for it
+                method, variant = "construct", "b kept"
+            if method == "original":  # budget >= the SVC's vectors: returned unchanged
+                clf = exact
+            else:
+                cands = _Candidates(exact, True, 5, 200, SEED)
+                clf = cands.build(_Split(ctx.X_fit, ctx.y_fit, None, None, exact), method, b,
+                                  variant)
+            secs = time.perf_counter() - t
+            test = float(np.mean(clf.predict(ctx.X_test) != ctx.y_test))
+            out[b] = _cell(ctx, None, test, clf.expansion.compress().n_terms, secs,
+                           ctx.forced[b], {}, detail=f"{method}, {variant}")
+            continue
         t = time.perf_counter()
-        clf = _ovr_or_binary(ctx, lambda m=m: ApproxSVC(C=ctx.C, n_basis=m, kernel=RBF(ctx.gamma),
-                                                        random_state=SEED))
-        clf.fit(ctx.X_fit, ctx.y_fit)
-        seconds = time.perf_counter() - t
-        variant, val, test, by = _best_variant(ctx, b, [("greedy basis, C of the SVC",
-                                                         lambda clf=clf: clf.predict)])
-        out[b] = _cell(ctx, val, test, _n_evals_of(clf), seconds, variant, by)
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            small = compress(est, ctx.X_val, ctx.y_val, n_vectors=b, X_train=ctx.X_fit,
+                             y_train=ctx.y_fit, random_state=SEED)
+        secs = time.perf_counter() - t
+        rows = small.compress_report_["rows"]
+        by = {r["method"]: r["val_error"] for r in rows if r["status"] in ("ok", "chosen")}
+        for r in rows:
+            if r["status"] in ("ok", "chosen"):
+                _COMPRESS_CHOICES.setdefault((ctx.name, b), []).append((r["method"],
+                                                                        r["variant"]))
+        ch = rows[small.compress_report_["chosen"]]
+        test = float(np.mean(small.predict(ctx.X_test) != ctx.y_test))
+        out[b] = _cell(ctx, ch["val_error"], test, small.n_vectors_, secs, ch["method"], by,
+                       report=[{k: r[k] for k in ("method", "variant", "n_vectors", "val_error",
+                                                 "seconds", "status", "reason")}
+                               for r in rows])
     return out
 
 
@@ -543,15 +655,19 @@ METHODS = {
                                                      "usps784": 100}),
     "rs_select_l1": Method("sparsekm", m_rs_select_l1, "RS selection (L1)",
                            max_budget={"usps": 250, "usps784": 100}),
-    "slmc": Method("sparsekm", m_slmc, "SLMC (k-means init)",
+    "slmc": Method("sparsekm", m_slmc, "SLMC (k-means init, C tuned)",
                    max_budget={"digits": 500, "usps": 250, "usps784": 100, "ringnorm": 250}),
-    "slmc_shared": Method("sparsekm", m_slmc_shared, "SLMC shared (k-means init)", binary=False,
+    "slmc_shared": Method("sparsekm", m_slmc_shared_kmeans, "SLMC shared (k-means init, C tuned)",
+                          binary=False,
                           max_budget={"digits": 500, "usps": 250, "usps784": 100}),
-    "slmc_shared_rs": Method("sparsekm", m_slmc_shared_rs, "SLMC shared (shared-RS init)",
+    "slmc_shared_rs": Method("sparsekm", m_slmc_shared_rs,
+                             "SLMC shared (shared-RS init, C tuned)",
                              binary=False,
                              max_budget={"digits": 500, "usps": 250, "usps784": 100}),
-    "approx_svc": Method("sparsekm", m_approx_svc, "ApproxSVC (greedy basis)",
+    "approx_svc": Method("sparsekm", m_approx_svc, "ApproxSVC (one greedy basis, C tuned)",
                          max_budget={"usps": 500, "usps784": 250}),
+    "compress_auto": Method("sparsekm", m_compress_auto, "sparsekm.compress (auto)",
+                            max_budget={"usps784": 100}),
     "greedy_basis_linear": Method("sparsekm", m_greedy_basis_linear,
                                   "greedy basis (shared) + LinearSVC"),
     "approx_kfd": Method("sparsekm", m_approx_kfd, "ApproxKFD (greedy basis)", multiclass=False),
@@ -580,6 +696,18 @@ def _src_hash():
     return h.hexdigest()[:16]
 
 
+def _method_deps():
+    """Code a method's cells depend on beyond its function and the common helpers."""
+    import importlib
+    cm = importlib.import_module("sparsekm.compress")  # the module, not the function
+    tuned = (_c_variants,)
+    return {"slmc": tuned, "approx_svc": tuned, "slmc_shared": tuned + (m_slmc_shared_c,),
+            "slmc_shared_rs": tuned + (m_slmc_shared_c,),
+            "compress_auto": (cm.compress, cm._Candidates, cm._fixed_z_linear_svm,
+                              cm.nystroem_features, cm.nystroem_normalization,
+                              cm.construct_prefixes)}
+
+
 def _cell_key(name, method, budget, ctx, src, n_folds):
     fn = METHODS[method].fn
     code = inspect.getsource(fn) + inspect.getsource(_cell) + inspect.getsource(_contexts)
@@ -587,6 +715,8 @@ def _cell_key(name, method, budget, ctx, src, n_folds):
                    m_rs_construct_refine_shared,
                    m_slmc_shared, _best_variant, _select_and_refit, Context):
         code += inspect.getsource(helper)
+    for dep in _method_deps().get(method, ()):  # only these methods' keys (issue 24)
+        code += inspect.getsource(dep)
     blob = json.dumps([name, method, int(budget), ctx.gamma, ctx.C, ctx.quick, SEED,
                        VAL_FRACTION, n_folds, list(C_GRID), list(REFINE_ITERS), src,
                        hashlib.sha256(code.encode()).hexdigest()])
@@ -734,7 +864,33 @@ def summarize(name, ctx, full, tiers, cells):
             row["sparsekm_test_le_peer"] = best["sparsekm"]["test_error"] <= \
                 best["peer"]["test_error"]
         rows.append(row)
+    # issue 24: compress(auto) against the best peer (chosen on validation) + one
+    # binomial standard error of the test set
+    n_test = int(ctx.X_test.shape[0])
+    for row in rows:
+        c = cells.get("compress_auto", {}).get(str(row["budget"]))
+        if c is None or "peer" not in row:
+            continue
+        p = row["peer"]["test_error"]
+        se = float(np.sqrt(p * (1 - p) / n_test))
+        row["compress_auto"] = {"test_error": c["test_error"],
+                                "method": c.get("detail") or c["variant"],
+                                "n_evals": c["n_evals"], "peer_plus_se": p + se,
+                                "le_peer_plus_se": bool(c["test_error"] <= p + se + 1e-12)}
     out = {"per_budget": rows}
+    ca = [r for r in rows if "compress_auto" in r and r["tier"] >= 100]
+    if ca:
+        out["target_compress"] = {
+            "statement": "at every budget >= 100 (tier) compress(auto)'s test error <= the "
+                         "best peer's (chosen on validation) + one binomial SE of the test "
+                         "set, and <= the best peer's on average over those tiers",
+            "met_every_tier": all(r["compress_auto"]["le_peer_plus_se"] for r in ca),
+            "failed_tiers": [r["tier"] for r in ca if not r["compress_auto"]["le_peer_plus_se"]],
+            "mean_compress": float(np.mean([r["compress_auto"]["test_error"] for r in ca])),
+            "mean_best_peer": float(np.mean([r["peer"]["test_error"] for r in ca])),
+            "tiers": [r["tier"] for r in ca]}
+        t = out["target_compress"]
+        t["met_on_average"] = bool(t["mean_compress"] <= t["mean_best_peer"] + 1e-12)
     applies = [r for r in rows if r.get("target_a_applies")]
     out["target_a"] = {
         "statement": "at every budget >= 100 (tier) the best sparsekm method chosen on "
@@ -848,6 +1004,27 @@ def markdown_report(names, out_dir=RESULTS):
                 f"{100 * r['peer']['test_error']:.2f} % against "
                 f"{res['methods'][r['sparsekm']['method']]['label']} "
                 f"{100 * r['sparsekm']['test_error']:.2f} %" for r in wins) + "."]
+        comp = [r for r in res["summary"]["per_budget"] if "compress_auto" in r]
+        if comp:
+            lines += ["", "`sparsekm.compress` (auto, default time limit) against the best peer "
+                      "(both chosen on validation); SE = binomial standard error of the best "
+                      "peer's test error on this test set:", "",
+                      "| budget | compress(auto): test % (method chosen, evaluations) | best "
+                      "peer % | peer + 1 SE % | compress ≤ peer + SE |", "|---|---|---|---|---|"]
+            for r in comp:
+                c = r["compress_auto"]
+                lines.append(f"| {r['budget']} | {100 * c['test_error']:.2f} ({c['method']}, "
+                             f"{c['n_evals']}) | {100 * r['peer']['test_error']:.2f} | "
+                             f"{100 * c['peer_plus_se']:.2f} | "
+                             f"{'yes' if c['le_peer_plus_se'] else '**no**'} |")
+            tc = res["summary"].get("target_compress")
+            if tc:
+                lines += ["", f"compress target (tiers ≥ 100: {tc['tiers']}): every tier "
+                          f"**{'yes' if tc['met_every_tier'] else 'no'}**"
+                          + (f" (fails at {tc['failed_tiers']})" if tc["failed_tiers"] else "")
+                          + f"; on average {100 * tc['mean_compress']:.2f} % vs best peer "
+                          f"{100 * tc['mean_best_peer']:.2f} %: "
+                          f"**{'yes' if tc['met_on_average'] else 'no'}**."]
         ta = res["summary"]["target_a"]
         run = sorted(int(t) for t in res["protocol"]["budget_tiers"])
         partial = [t for t in TIERS if t not in run]

@@ -194,7 +194,8 @@ def test_reduce_saved_svc_and_predict(tmp_path, capsys):
     assert main(["--quiet", "reduce", str(tmp_path / "svc.joblib"), "-n", "8", "--trust-pickle",
                  "-o", str(tmp_path / "r.skm")]) == 0
     out = capsys.readouterr()
-    assert re.search(r"reduced with construct: \d+ -> 8 distinct vectors", out.out)
+    assert re.search(r"reduced with construct\+refine: \d+ -> 8 distinct vectors", out.out)
+    assert re.search(r"agreement with the original on its \d+ vectors", out.out)
     assert "measured speed-up" in out.out
     assert "unpickling" in out.err
     reduced = sparsekm.load(tmp_path / "r.skm")
@@ -335,7 +336,15 @@ def test_reduce_methods_on_binary_ovr_ovo(digits_models, capsys, monkeypatch, tm
     with pytest.raises(SystemExit) as exc:
         main(["reduce", str(d / "svc.joblib"), "--trust-pickle", "-n", "5", "--method",
               "select-l1", "-o", str(tmp_path / "u.skm")])
+    assert exc.value.code == 2 and "--per-class" not in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:  # 20 per pair: --per-class is a way out
+        main(["reduce", str(d / "svc.joblib"), "--trust-pickle", "-n", "20", "--method",
+              "select-l1", "-o", str(tmp_path / "u.skm")])
     assert exc.value.code == 2 and "--per-class" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:  # 5 per pair: refused with the reason
+        main(["reduce", str(d / "svc.joblib"), "--trust-pickle", "-n", "5", "--per-class",
+              "--method", "select-l1", "-o", str(tmp_path / "u.skm")])
+    assert exc.value.code == 2 and "per binary machine" in capsys.readouterr().err
 
 
 def test_corrupt_and_random_files_get_one_line_errors(tmp_path, capsys):

@@ -1,4 +1,5 @@
-"""sparsekm.compress: the smallest reduced machine within a validation-error tolerance."""
+"""sparsekm.compress: the best small classifier for a budget, or the smallest within a
+tolerance, chosen on validation data (issue 24)."""
 
 import numpy as np
 import pytest
@@ -7,7 +8,7 @@ from sklearn.multiclass import OneVsRestClassifier
 from sklearn.svm import SVC
 
 import sparsekm
-from sparsekm.compress import CompressCurve, construct_prefixes
+from sparsekm.compress import AUTO_METHODS, CompressReport, construct_prefixes
 from sparsekm.kernels import RBF
 from sparsekm.models import SLMC
 from sparsekm.reduced_set import reduce_expansion
@@ -15,69 +16,265 @@ from sparsekm.reduced_set import reduce_expansion
 
 @pytest.fixture(scope="module")
 def moons():
-    X, y = make_moons(300, noise=0.25, random_state=0)
-    svc = SVC(C=10, gamma=1.0).fit(X[:150], y[:150])
-    return svc, X[:150], y[:150], X[150:], y[150:]
+    X, y = make_moons(600, noise=0.25, random_state=0)
+    svc = SVC(C=10, gamma=1.0).fit(X[:200], y[:200])
+    return svc, X[:200], y[:200], X[200:400], y[200:400], X[400:], y[400:]
 
 
 @pytest.fixture(scope="module")
 def blobs():
-    X, y = make_blobs(300, centers=3, cluster_std=2.5, random_state=1)
-    ovr = OneVsRestClassifier(SVC(C=1, gamma=0.2)).fit(X[:150], y[:150])
-    return ovr, X[:150], y[:150], X[150:], y[150:]
+    X, y = make_blobs(600, centers=4, cluster_std=2.5, random_state=1)
+    ovo = SVC(C=1, gamma=0.2).fit(X[:200], y[:200])
+    return ovo, X[:200], y[:200], X[200:400], y[200:400], X[400:], y[400:]
 
 
-def compress(*args, **kwargs):
-    """sparsekm.compress with cheap construction settings (fast tests)."""
-    kwargs.setdefault("n_init", 2)
-    kwargs.setdefault("max_iter", 50)
-    return sparsekm.compress(*args, **kwargs)
+def _cheap(**kw):
+    kw.setdefault("n_init", 2)
+    kw.setdefault("max_iter", 50)
+    return kw
 
 
-def _check_curve(model, X_val, y_val):
-    """The contract: tolerance met, smallest walked, curve consistent with the model."""
-    c = CompressCurve(**model.compress_curve_)
+def _rows(model):
+    return model.compress_report_["rows"]
+
+
+def _check_choice(model, X_val, y_val):
+    """The chosen row is the lowest validation error among usable candidates (ties:
+    fewer vectors, then the one tried first), and its numbers are the model's."""
+    rows = _rows(model)
+    chosen = model.compress_report_["chosen"]
+    usable = [i for i, r in enumerate(rows) if r["status"] in ("ok", "chosen")]
+    best = min(usable, key=lambda i: (rows[i]["val_error"], rows[i]["n_vectors"], i))
+    assert best == chosen and rows[chosen]["status"] == "chosen"
     err = float(np.mean(model.predict(X_val) != y_val))
-    # the curve's entry for the returned model is the model's own validation error
-    np.testing.assert_allclose(c.error[c.chosen], err, rtol=0, atol=1e-15)
-    assert c.budget[c.chosen] == model.n_vectors_ == model.expansion_.compress().n_terms
-    assert c.met
-    assert err <= c.target_error + 1e-12
-    # every smaller size walked fails the tolerance: the returned one is the smallest
-    for b, e in zip(c.budget, c.error, strict=True):
-        if b < c.budget[c.chosen]:
-            assert e > c.target_error
-    # bisection ends on neighbours: the chosen n_vectors - 1 was walked (unless it is 1)
-    n = c.n_vectors[c.chosen]
-    assert n == 1 or (n - 1) in c.n_vectors
-    return c
+    np.testing.assert_allclose(rows[chosen]["val_error"], err, rtol=0, atol=1e-15)
+    assert rows[chosen]["n_vectors"] == model.n_vectors_ == model.expansion_.compress().n_terms
+    return rows[chosen]
 
 
-def test_binary_svc_meets_tolerance_and_is_smallest(moons):
-    svc, Xtr, ytr, Xv, yv = moons
-    small = compress(svc, Xv, yv, max_error_increase=0.01, random_state=0)
-    c = _check_curve(small, Xv, yv)
-    np.testing.assert_allclose(c.full_error, np.mean(svc.predict(Xv) != yv))
-    assert c.full_budget == svc.support_.size
+@pytest.mark.parametrize("which", ["moons", "blobs"])
+def test_auto_picks_lowest_validation_error(which, request):
+    model, Xtr, ytr, Xv, yv, Xte, yte = request.getfixturevalue(which)
+    small = sparsekm.compress(model, Xv, yv, n_vectors=8, X_train=Xtr, y_train=ytr,
+                              random_state=0, **_cheap())
+    row = _check_choice(small, Xv, yv)
+    assert small.n_vectors_ <= 8
+    methods = [r["method"] for r in _rows(small)]
+    # every auto candidate was tried, cheap to costly
+    assert methods[:6] == list(AUTO_METHODS)
+    # each row reports its agreement with the original on the validation data
+    for r in _rows(small):
+        if r["status"] in ("ok", "chosen"):
+            assert 0.0 <= r["agreement"] <= 1.0 and r["seconds"] >= 0.0
+    agree = float(np.mean(small.predict(Xv) == model.predict(Xv)))
+    np.testing.assert_allclose(row["agreement"], agree, atol=1e-15)
+    np.testing.assert_array_equal(small.classes_, model.classes_)
+    # multi-class: one shared set of at most 8 vectors for all pairwise machines
+    assert small.decision_function(Xte).shape[0] == Xte.shape[0]
+
+
+def test_kmeans_candidate_is_sklearn_nystroem_plus_linear_svc(blobs):
+    from sklearn.kernel_approximation import Nystroem
+    from sklearn.svm import LinearSVC
+
+    ovo, Xtr, ytr, Xv, yv, Xte, yte = blobs
+    small = sparsekm.compress(ovo, Xv, yv, n_vectors=12, X_train=Xtr, y_train=ytr,
+                              method="kmeans-svm", random_state=3)
+    row = _check_choice(small, Xv, yv)
+    C = float(row["variant"].split("=")[1])
+    Z = np.asarray(small.expansion_.vectors)
+    assert Z.shape == (12, Xtr.shape[1])
+    from sklearn.cluster import KMeans
+    centres = KMeans(n_clusters=12, n_init=1, random_state=small.random_state).fit(
+        Xtr).cluster_centers_
+    np.testing.assert_allclose(np.sort(Z, axis=0), np.sort(centres, axis=0), atol=1e-12)
+    # scikit-learn's Nystroem with these centres as its landmarks (fitted on the 12
+    # centres it keeps all of them, in the order of its own permutation)
+    ny = Nystroem(kernel="rbf", gamma=0.2, n_components=12,
+                  random_state=small.random_state).fit(centres)
+    np.testing.assert_array_equal(ny.components_, Z)
+    svm = LinearSVC(C=C, max_iter=5000, random_state=small.random_state).fit(
+        ny.transform(Xtr), ytr)
+    ref = svm.decision_function(ny.transform(Xte))
+    np.testing.assert_allclose(small.decision_function(Xte), ref, rtol=1e-9, atol=1e-9)
+    np.testing.assert_array_equal(small.predict(Xte), svm.predict(ny.transform(Xte)))
+
+
+def test_test_data_never_reach_a_fit_or_a_choice(blobs, monkeypatch):
+    from sklearn.cluster import KMeans
+    from sklearn.svm import LinearSVC
+
+    from sparsekm.approx import GreedyBasis
+    from sparsekm.multiclass import ExpansionClassifier
+
+    ovo, Xtr, ytr, Xv, yv, Xte, yte = blobs
+    test_rows = {tuple(r) for r in Xte}
+    seen = []
+
+    def spy(cls, name):
+        orig = getattr(cls, name)
+
+        def wrapped(self, X, *args, **kwargs):
+            seen.append((f"{cls.__name__}.{name}", np.asarray(X)))
+            return orig(self, X, *args, **kwargs)
+        monkeypatch.setattr(cls, name, wrapped)
+
+    for cls, name in ((LinearSVC, "fit"), (KMeans, "fit"), (GreedyBasis, "fit"),
+                      (SLMC, "fit"), (SVC, "fit"), (ExpansionClassifier, "predict")):
+        spy(cls, name)
+    sparsekm.compress(ovo, Xv, yv, n_vectors=6, X_train=Xtr, y_train=ytr, random_state=0,
+                      **_cheap())
+    sparsekm.compress(ovo, n_vectors=6, X_train=Xtr, y_train=ytr, random_state=0,
+                      method=["construct", "kmeans-svm"], **_cheap())  # CV mode
+    names = {n for n, _ in seen}
+    assert {"LinearSVC.fit", "KMeans.fit", "GreedyBasis.fit", "SparseLargeMarginClassifier.fit",
+            "SVC.fit", "ExpansionClassifier.predict"} <= names
+    for name, X in seen:
+        assert not any(tuple(r) in test_rows for r in X), name
+
+
+def test_never_more_vectors_than_the_original(moons):
+    svc, Xtr, ytr, Xv, yv, Xte, yte = moons
+    n_sv = svc.support_.size
+    same = sparsekm.compress(svc, Xv, yv, n_vectors=n_sv + 50, X_train=Xtr, y_train=ytr)
+    assert same.n_vectors_ == n_sv
+    np.testing.assert_allclose(same.decision_function(Xte), svc.decision_function(Xte),
+                               rtol=1e-9, atol=1e-9)
+    assert _rows(same)[0]["method"] == "original" and "unchanged" in _rows(same)[0]["reason"]
+    # a tolerance: never more than the original either (here an exact copy at worst)
+    tol = sparsekm.compress(svc, Xv, yv, max_error_increase=0.0, X_train=Xtr, y_train=ytr,
+                            method="construct", random_state=0, **_cheap())
+    assert tol.n_vectors_ <= n_sv
+    assert all(r["n_vectors"] <= n_sv for r in _rows(tol))
+
+
+def test_tolerance_mode_meets_target_and_is_smallest_walked(moons):
+    svc, Xtr, ytr, Xv, yv, Xte, yte = moons
+    small = sparsekm.compress(svc, Xv, yv, max_error_increase=0.01, X_train=Xtr, y_train=ytr,
+                              method=["construct", "kmeans-svm"], random_state=0, **_cheap())
+    rep = small.compress_report_
+    err = float(np.mean(small.predict(Xv) != yv))
+    assert rep["mode"] == "tolerance" and err <= rep["target_error"] + 1e-12
+    np.testing.assert_allclose(rep["target_error"], rep["full_error"] + 0.01)
+    # every budget below the chosen one that was walked failed with every candidate
+    for r in rep["rows"]:
+        if r["budget"] < small.n_vectors_ and r["status"] == "ok":
+            assert r["val_error"] > rep["target_error"]
     assert small.n_vectors_ < svc.support_.size
-    assert c.search == "prefix"
+    # the default tolerance (neither a budget nor a tolerance) is 0.005
+    d = sparsekm.compress(svc, Xv, yv, method="construct", random_state=0, **_cheap())
+    np.testing.assert_allclose(d.compress_report_["target_error"],
+                               d.compress_report_["full_error"] + 0.005)
 
 
-def test_deterministic(moons):
-    svc, Xtr, ytr, Xv, yv = moons
-    a = compress(svc, Xv, yv, max_error_increase=0.01, X_train=Xtr, y_train=ytr,
-                          random_state=3)
-    b = compress(svc, Xv, yv, max_error_increase=0.01, X_train=Xtr, y_train=ytr,
-                          random_state=3)
-    assert a.compress_curve_ == b.compress_curve_
-    np.testing.assert_array_equal(a.expansion_.vectors, b.expansion_.vectors)
-    np.testing.assert_array_equal(a.expansion_.coef, b.expansion_.coef)
-    _check_curve(a, Xv, yv)
+def test_time_limit_skips_and_reports(blobs):
+    ovo, Xtr, ytr, Xv, yv, Xte, yte = blobs
+    small = sparsekm.compress(ovo, Xv, yv, n_vectors=6, X_train=Xtr, y_train=ytr,
+                              time_limit=0.0, random_state=0, **_cheap())
+    rows = _rows(small)
+    assert rows[0]["method"] == "construct" and rows[0]["status"] == "chosen"
+    skipped = [r for r in rows if r["status"] == "skipped"]
+    assert [r["method"] for r in skipped] == list(AUTO_METHODS[1:])
+    assert all("time limit" in r["reason"] for r in skipped)
+
+
+def test_refusals_and_bad_input(blobs, moons):
+    ovo, Xtr, ytr, Xv, yv, Xte, yte = blobs
+    # select-l1 with a separate set per pair at 5 vectors per pair: refused, with a reason
+    with pytest.raises(ValueError, match="no candidate"):
+        sparsekm.compress(ovo, Xv, yv, n_vectors=5 * 6, method="select-l1", shared=False)
+    small = sparsekm.compress(ovo, Xv, yv, n_vectors=30, method=["select-l1", "construct"],
+                              shared=False, random_state=0, **_cheap())
+    r = _rows(small)[0]
+    assert r["status"] == "refused" and "per binary machine" in r["reason"]
+    # direct methods without training data: refused, the RS candidates still run
+    small = sparsekm.compress(ovo, Xv, yv, n_vectors=6, random_state=0, **_cheap())
+    refused = {r["method"] for r in _rows(small) if r["status"] == "refused"}
+    assert refused == {"uniform-svm", "kmeans-svm", "greedy-svm", "slmc"}
+    assert _rows(small)[small.compress_report_["chosen"]]["method"].startswith("construct")
+    svc, Xtr2, ytr2, Xv2, yv2, _, _ = moons
+    with pytest.raises(ValueError, match="not both"):
+        sparsekm.compress(svc, Xv2, yv2, n_vectors=5, max_error_increase=0.01)
+    with pytest.raises(ValueError, match="method"):
+        sparsekm.compress(svc, Xv2, yv2, n_vectors=5, method="magic")
+    with pytest.raises(ValueError, match="validation data|training data"):
+        sparsekm.compress(svc, n_vectors=5)
+    with pytest.raises(ValueError, match="both X_train and y_train"):
+        sparsekm.compress(svc, Xv2, yv2, X_train=Xtr2)
+    Xnan = Xv2.copy()
+    Xnan[0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN|infinity|finite"):
+        sparsekm.compress(svc, Xnan, yv2, n_vectors=5)
+    with pytest.raises(ValueError, match="features"):
+        sparsekm.compress(svc, np.hstack([Xv2, Xv2]), yv2, n_vectors=5)
+    with pytest.raises(ValueError, match="labels the model does not know"):
+        sparsekm.compress(svc, Xv2, yv2 + 5, n_vectors=5)
+    with pytest.raises(TypeError, match="expansion_|fit it first"):
+        sparsekm.compress(SLMC(), Xv2, yv2, n_vectors=5)
+    with pytest.raises(TypeError, match="KernelExpansion"):
+        sparsekm.compress("model.skm", Xv2, yv2, n_vectors=5)
+
+
+def test_warns_when_worse_than_the_full_machine(moons):
+    svc, Xtr, ytr, Xv, yv, Xte, yte = moons
+    with pytest.warns(UserWarning, match="above the original"):
+        small = sparsekm.compress(svc, Xv, yv, n_vectors=3, method="construct",
+                                  random_state=0, **_cheap())
+    assert any("above the original" in m for m in small.compress_report_["messages"])
+
+
+def test_cv_without_validation_data(moons):
+    svc, Xtr, ytr, Xv, yv, Xte, yte = moons
+    small = sparsekm.compress(svc, n_vectors=8, X_train=Xtr, y_train=ytr, cv=3,
+                              method=["construct", "kmeans-svm"], random_state=0, **_cheap())
+    rep = small.compress_report_
+    assert rep["selection"].startswith("3-fold CV")
+    assert small.n_vectors_ <= 8
+    # a loaded model cannot be re-trained on the folds: RS candidates refused, with a reason
+    exact = sparsekm.multiclass.ExpansionClassifier.from_estimator(svc)
+    small = sparsekm.compress(exact, n_vectors=8, X_train=Xtr, y_train=ytr,
+                              method=["construct", "kmeans-svm"], random_state=0, **_cheap())
+    assert _rows(small)[0]["status"] == "refused" and "re-trained" in _rows(small)[0]["reason"]
+
+
+def test_save_load_report_and_plot(blobs, tmp_path):
+    ovo, Xtr, ytr, Xv, yv, Xte, yte = blobs
+    small = sparsekm.compress(ovo, Xv, yv, n_vectors=6, X_train=Xtr, y_train=ytr,
+                              method=["construct", "uniform-svm"], random_state=0, **_cheap())
+    sparsekm.save(small, tmp_path / "m.skm")
+    back = sparsekm.load(tmp_path / "m.skm")
+    np.testing.assert_array_equal(back.predict(Xte), small.predict(Xte))
+    np.testing.assert_allclose(back.decision_function(Xte), small.decision_function(Xte))
+    assert dict(back.compress_report_) == dict(small.compress_report_) or \
+        str(CompressReport(back.compress_report_)) == str(small.compress_report_)
+    assert "chosen" in small.compress_report_.table()
+    path = back.plot_report(tmp_path / "r.png")
+    assert (tmp_path / "r.png").stat().st_size > 0 and str(path).endswith("r.png")
+
+
+def test_ovr_and_sparsekm_models(moons, blobs):
+    ovo, Xtr, ytr, Xv, yv, Xte, yte = blobs
+    ovr = OneVsRestClassifier(SVC(C=1, gamma=0.2)).fit(Xtr, ytr)
+    small = sparsekm.compress(ovr, Xv, yv, n_vectors=8, X_train=Xtr, y_train=ytr,
+                              method=["construct", "construct+refine"], random_state=0,
+                              **_cheap())
+    _check_choice(small, Xv, yv)
+    assert small.scheme_ == "ovr" and small.n_vectors_ <= 8
+    svc, Xtr, ytr, Xv, yv, Xte, yte = moons
+    slmc = SLMC(n_vectors=20, C=10.0, kernel=RBF(1.0), max_iter=20, random_state=0).fit(Xtr, ytr)
+    small = sparsekm.compress(slmc, Xv, yv, n_vectors=10, method="construct", random_state=0,
+                              **_cheap())
+    assert small.n_vectors_ <= 10
+    psi = sparsekm.KernelExpansion.from_estimator(svc)
+    small = sparsekm.compress(psi, Xv, yv, n_vectors=10, method="construct", random_state=0,
+                              **_cheap())
+    _check_choice(small, Xv, yv)
 
 
 @pytest.mark.parametrize("shared", [False, True])
 def test_prefixes_equal_direct_construction(blobs, shared):
-    ovr, Xtr, ytr, Xv, yv = blobs
+    ovo, Xtr, ytr, Xv, yv, Xte, yte = blobs
+    ovr = OneVsRestClassifier(SVC(C=1, gamma=0.2)).fit(Xtr, ytr)
     psi = sparsekm.KernelExpansion.from_estimator(ovr)
     prefix = construct_prefixes(psi, 9, shared=shared, random_state=5)
     for m in (2, 5, 9):
@@ -89,113 +286,36 @@ def test_prefixes_equal_direct_construction(blobs, shared):
                                    rtol=1e-8, atol=1e-8)
 
 
-def test_ovr_with_training_thresholds(blobs):
-    ovr, Xtr, ytr, Xv, yv = blobs
-    small = compress(ovr, Xv, yv, max_error_increase=0.01, X_train=Xtr, y_train=ytr,
-                              random_state=0)
-    c = _check_curve(small, Xv, yv)
-    # per-class reduced sets: the budget counts the vectors of all three classes
-    assert c.budget[c.chosen] <= 3 * c.n_vectors[c.chosen]
-    assert small.refit_intercept is True
-    np.testing.assert_array_equal(small.classes_, ovr.classes_)
-
-
-def test_refit_search_other_method(moons):
-    svc, Xtr, ytr, Xv, yv = moons
-    small = compress(svc, Xv, yv, max_error_increase=0.02, method="select-l1",
-                              random_state=0)
-    c = _check_curve(small, Xv, yv)
-    assert c.search == "refit"
-    # selection keeps support vectors only
-    sv = {tuple(v) for v in svc.support_vectors_}
-    assert all(tuple(v) in sv for v in small.expansion_.vectors)
-
-
-def test_sparsekm_model_and_expansion(moons):
-    svc, Xtr, ytr, Xv, yv = moons
-    slmc = SLMC(n_vectors=20, C=10.0, kernel=RBF(1.0), max_iter=20, random_state=0).fit(Xtr, ytr)
-    small = compress(slmc, Xv, yv, max_error_increase=0.02, random_state=0)
-    c = _check_curve(small, Xv, yv)
-    assert c.full_budget == 20 and small.n_vectors_ <= 20
-    psi = sparsekm.KernelExpansion.from_estimator(svc)
-    small2 = compress(psi, Xv, yv, max_error_increase=0.01, random_state=0)
-    _check_curve(small2, Xv, yv)
-
-
-def test_save_load_and_plot(moons, tmp_path):
-    svc, Xtr, ytr, Xv, yv = moons
-    small = compress(svc, Xv, yv, max_error_increase=0.01, random_state=0)
-    sparsekm.save(small, tmp_path / "m.skm")
-    back = sparsekm.load(tmp_path / "m.skm")
-    np.testing.assert_array_equal(back.predict(Xv), small.predict(Xv))
-    assert back.compress_curve_ == small.compress_curve_
-    from sparsekm.plotting import compress_curve
-    path = compress_curve(small, path=tmp_path / "c.png")
-    assert (tmp_path / "c.png").stat().st_size > 0 and path.endswith("c.png")
-
-
-def test_cli_reduce_max_error_increase(moons, tmp_path, capsys):
+def test_cli_reduce_with_train_and_validation(blobs, tmp_path, capsys):
     import joblib
 
     from sparsekm.cli import main
-    svc, Xtr, ytr, Xv, yv = moons
-    joblib.dump(svc, tmp_path / "m.joblib")
+    ovo, Xtr, ytr, Xv, yv, Xte, yte = blobs
+    joblib.dump(ovo, tmp_path / "m.joblib")
+    np.savetxt(tmp_path / "tr.csv", np.column_stack([Xtr, ytr]), delimiter=",")
     np.savetxt(tmp_path / "val.csv", np.column_stack([Xv, yv]), delimiter=",")
-    rc = main(["reduce", str(tmp_path / "m.joblib"), "--trust-pickle", "--quiet",
-               "--max-error-increase", "0.01", "--validation", str(tmp_path / "val.csv"),
-               "-o", str(tmp_path / "s.skm")])
+    base = ["--quiet", "reduce", str(tmp_path / "m.joblib"), "--trust-pickle"]
+    data = ["--train", str(tmp_path / "tr.csv"), "--validation", str(tmp_path / "val.csv")]
+    rc = main([*base, "-n", "6", *data, "--method", "kmeans-svm", "-o", str(tmp_path / "s.skm")])
     out = capsys.readouterr().out
-    assert rc == 0
-    assert "<- chosen" in out and "validation error" in out
+    assert rc == 0 and "kmeans-svm" in out and "chosen" in out and "agree" in out
     assert (tmp_path / "s.png").stat().st_size > 0
     small = sparsekm.load(tmp_path / "s.skm")
-    direct = sparsekm.compress(svc, Xv, yv, max_error_increase=0.01, random_state=0)
-    assert small.n_vectors_ == direct.n_vectors_
-    # without -n and without --max-error-increase: a usage error, exit code 2
-    with pytest.raises(SystemExit) as exc:
-        main(["reduce", str(tmp_path / "m.joblib"), "--trust-pickle", "-o",
-              str(tmp_path / "x.skm")])
-    assert exc.value.code == 2
-    assert "--n-vectors" in capsys.readouterr().err
-
-
-def test_bad_input(moons):
-    svc, Xtr, ytr, Xv, yv = moons
-    Xnan = Xv.copy()
-    Xnan[0, 0] = np.nan
-    with pytest.raises(ValueError, match="NaN|infinity|finite"):
-        compress(svc, Xnan, yv)
-    with pytest.raises(ValueError, match="y_val"):
-        compress(svc, Xv, yv[:-1])
-    with pytest.raises(ValueError, match="max_error_increase"):
-        compress(svc, Xv, yv, max_error_increase=-0.1)
-    with pytest.raises(ValueError, match="method"):
-        compress(svc, Xv, yv, method="magic")
-    with pytest.raises(ValueError, match="both X_train and y_train"):
-        compress(svc, Xv, yv, X_train=Xtr)
-    with pytest.raises(ValueError, match="features"):
-        compress(svc, np.hstack([Xv, Xv]), yv)
-    with pytest.raises(ValueError, match="labels the model does not know"):
-        compress(svc, Xv, yv + 5)
-    with pytest.raises(ValueError, match="not fitted|fitted"):
-        compress(SVC(), Xv, yv)
-    with pytest.raises(TypeError, match="expansion_|fit it first"):
-        compress(SLMC(), Xv, yv)
-    with pytest.raises(TypeError, match="KernelExpansion"):
-        compress("model.skm", Xv, yv)
-
-
-def test_one_vs_one_svc_clear_error_or_supported(blobs):
-    ovr, Xtr, ytr, Xv, yv = blobs
-    ovo = SVC(C=1, gamma=0.2).fit(Xtr, ytr)
-    try:
-        sparsekm.KernelExpansion.from_estimator(ovo)
-    except (TypeError, ValueError):
-        with pytest.raises(TypeError, match="one-vs-one"):
-            compress(ovo, Xv, yv)
-        return
-    # a sparsekm that can represent one-vs-one SVCs reduces them through
-    # ReducedSetClassifier at every size walked
-    small = compress(ovo, Xv, yv, max_error_increase=0.02, X_train=Xtr, y_train=ytr,
-                              random_state=0)
-    _check_curve(small, Xv, yv)
+    direct = sparsekm.compress(ovo, Xv, yv, n_vectors=6, X_train=Xtr, y_train=ytr,
+                               method="kmeans-svm", random_state=0)
+    np.testing.assert_allclose(small.decision_function(Xte), direct.decision_function(Xte))
+    rc = main([*base, "--max-error-increase", "0.02", "--validation", str(tmp_path / "val.csv"),
+               "--method", "construct", "-o", str(tmp_path / "t.skm")])
+    assert rc == 0 and "target: error <=" in capsys.readouterr().out
+    # options that do not apply are refused (exit 2), never ignored
+    refused = [
+        ["-n", "6", "--plot", str(tmp_path / "p.png")],                   # no data: no report
+        ["-n", "6", "--method", "auto"],                                  # auto needs data
+        ["-n", "6", "--per-class", *data],                                # budget is total
+        ["-n", "6", "--max-error-increase", "0.01", *data],               # budget or tolerance
+    ]
+    for extra in refused:
+        with pytest.raises(SystemExit) as exc:
+            main([*base, *extra, "-o", str(tmp_path / "u.skm")])
+        assert exc.value.code == 2, extra
+    assert not (tmp_path / "u.skm").exists()

@@ -580,6 +580,15 @@ def cmd_predict(args):
 # -- reduce -------------------------------------------------------------------------
 REDUCE_METHODS = ("construct", "construct+refine", "select-kpca", "select-backward",
                   "select-l1")
+#: ``reduce`` without --train/--validation: phase 1 + phase 2 (benchmarks/bench_pareto.py:
+#: lower test error than phase 1 alone at every budget of digits and USPS, see
+#: docs/performance.md).
+DEFAULT_REDUCE_METHOD = "construct+refine"
+#: With --train/--validation (sparsekm.compress) also these, and "auto".
+COMPRESS_ONLY_METHODS = ("auto", "uniform-svm", "kmeans-svm", "greedy-svm", "slmc")
+#: ``reduce`` without data warns when the reduced model predicts differently from the
+#: original on more than this fraction of the original's own vectors.
+MIN_AGREEMENT = 0.9
 
 #: select-kpca computes one eigendecomposition of the remaining Gram matrix per removed
 #: vector (eq. 63-65): sum of m^3 over the removals. Above this, refused up front.
@@ -736,14 +745,22 @@ def _reduce_plan(args, psi):
                 f"every removed vector (eq. 63-65): {n_distinct} vectors down to {n} would take "
                 f"far too long (hours for large models). Use --method construct (the default) "
                 f"or construct+refine"))
+    from .compress import MIN_L1_PER_MACHINE
+
+    if args.method == "select-l1" and multi and not shared and n < MIN_L1_PER_MACHINE:
+        raise SystemExit(_usage_error(
+            f"select-l1 with {n} vectors per output: below {MIN_L1_PER_MACHINE} vectors per "
+            "binary machine the L1 path keeps no usable machine (84 % test error at 5 per "
+            "pair on a one-vs-one SVC); use --method construct+refine (one shared set)"))
     if args.method == "select-l1" and shared:
         work = float(n_distinct) ** 4 * psi.n_outputs
         if work > _L1_MULTI_MAX_WORK:
+            per_class = (", or --per-class to select each output's vectors separately"
+                         if n >= MIN_L1_PER_MACHINE else "")
             raise SystemExit(_usage_error(
                 f"select-l1 with one shared set for {psi.n_outputs} outputs over "
                 f"{n_distinct} vectors (eq. 70-73) would take far too long; use --method "
-                "construct (the default), or --per-class to select each output's vectors "
-                "separately"))
+                f"construct+refine (the default){per_class}"))
     return shared, n
 
 
@@ -754,11 +771,19 @@ def cmd_reduce(args):
     from .persistence import save
     from .reduced_set import reduce_expansion
 
-    if args.max_error_increase is not None:
+    if args.max_error_increase is not None or args.validation or args.train:
         return cmd_reduce_compress(args)
     if args.n_vectors is None:
         raise SystemExit(_usage_error("reduce needs -n/--n-vectors (or --max-error-increase "
                                       "with --validation to search the size)"))
+    if args.plot:
+        raise SystemExit(_usage_error("--plot applies with --validation/--train (the "
+                                      "candidates' report); without them there is no curve"))
+    if args.method in COMPRESS_ONLY_METHODS:
+        raise SystemExit(_usage_error(
+            f"--method {args.method} needs data to choose or train on: give --validation "
+            "VAL and/or --train TRAIN"))
+    args.method = args.method or DEFAULT_REDUCE_METHOD
     key = read_key_file(args.key_file)
     model, source = load_model(args.model, args.trust_pickle, key=key,
                                require_key=args.require_key)
@@ -804,6 +829,18 @@ def cmd_reduce(args):
     print("relative error ||Psi - Psi'||^2 / ||Psi||^2 per output: "
           + (", ".join(f"{v:.3g}" for v in rel) if rel.size <= 10 else
              f"mean {rel.mean():.3g}, max {rel.max():.3g} over {rel.size} outputs"))
+    # never useless in silence: with no data given, judged on the original's own vectors
+    V = np.asarray(psi.compress().vectors, dtype=np.float64)
+    if clf is not None:
+        agree = float(np.mean(out.predict(V) == clf.predict(V)))
+        print(f"agreement with the original on its {V.shape[0]} vectors: {100 * agree:.1f} % "
+              "(no data given; pass --validation VAL for its error, or --train/--validation "
+              "for the best of several methods)")
+        if agree < MIN_AGREEMENT:
+            print(f"sparsekm: warning: the reduced model predicts differently from the "
+                  f"original on {100 * (1 - agree):.1f} % of its vectors (more than "
+                  f"{100 * (1 - MIN_AGREEMENT):.0f} %): try a larger -n or --method "
+                  "construct+refine", file=sys.stderr)
     if clf is not None:
         print(f"saved {args.output}: a classifier ({clf.scheme}) keeping the classes "
               f"{_short_list(clf.classes)} and the SVM's thresholds (apply it with: sparsekm "
@@ -903,29 +940,47 @@ def add_compress_options(p):
     """The options of ``reduce --max-error-increase`` (see :func:`cmd_reduce_compress`)."""
     g = p.add_argument_group("automatic size (sparsekm.compress)")
     g.add_argument("--max-error-increase", type=float, default=None, metavar="TOL",
-                   help="search the smallest size whose validation error is at most the full "
-                        "model's + TOL (a fraction: 0.005 = half a point); needs --validation")
+                   help="instead of -n: the smallest size whose error is at most the full "
+                        "model's + TOL (a fraction: 0.005 = half a point); needs --validation "
+                        "or --train")
     g.add_argument("--validation", default=None, metavar="VAL",
-                   help="validation rows (.npy/.csv), class label in the last column")
+                   help="validation rows (.npy/.csv), class label in the last column: with "
+                        "it, reduce tries every --method auto candidate (reduced sets, SLMC, "
+                        "fixed-Z linear SVMs) and keeps the best on VAL (sparsekm.compress), "
+                        "printing one row per candidate")
     g.add_argument("--train", default=None, metavar="TRAIN",
-                   help="optional training rows (label last) to re-fit the thresholds")
+                   help="training rows (label last): the direct candidates are trained on "
+                        "them and the thresholds re-fitted; without --validation, choices are "
+                        "made by 3-fold CV inside TRAIN")
+    g.add_argument("--time-limit", type=float, default=None, metavar="S",
+                   help="with --validation/--train: skip costlier candidates once S seconds "
+                        "are spent (default 20x the first candidate, at least 60 s)")
     g.add_argument("--plot", default=None,
-                   help="figure of the error-budget curve (default: OUTPUT with .png)")
+                   help="with --validation/--train: figure of the candidates (default: "
+                        "OUTPUT with .png)")
 
 
 def cmd_reduce_compress(args):
-    """``sparsekm reduce MODEL --max-error-increase TOL --validation VAL -o OUT``."""
+    """``sparsekm reduce MODEL (-n N | --max-error-increase TOL) [--validation VAL]
+    [--train TRAIN] -o OUT``: :func:`sparsekm.compress`, its report printed."""
     from pathlib import Path
 
-    from .compress import CompressCurve, compress
-    from .persistence import FormatError, load, save
-    from .plotting import compress_curve
+    import numpy as np
 
-    if args.validation is None:
-        raise ValueError("--max-error-increase needs --validation VAL (rows with the class "
-                         "label in the last column).")
-    if args.method not in REDUCE_METHODS:
-        raise ValueError(f"unknown method {args.method!r}")
+    from .compress import compress
+    from .persistence import FormatError, load, save
+
+    if args.n_vectors is not None and args.max_error_increase is not None:
+        raise SystemExit(_usage_error("give -n N (a budget) or --max-error-increase TOL (a "
+                                      "tolerance), not both"))
+    if args.per_class:
+        raise SystemExit(_usage_error(
+            "--per-class applies to -n without --validation/--train: with them, the budget "
+            "counts the vectors of all classes together and multi-class models share one set"))
+    if args.max_error_increase is not None and not (args.validation or args.train):
+        raise SystemExit(_usage_error("--max-error-increase needs --validation VAL and/or "
+                                      "--train TRAIN (rows with the class label last)"))
+    method = args.method or "auto"
     key = read_key_file(args.key_file)
     try:
         model = load(args.model, key=key, require_key=args.require_key)
@@ -947,30 +1002,25 @@ def cmd_reduce_compress(args):
             raise ValueError(f"{path} needs feature columns and a label column (the last).")
         return A[:, :-1], A[:, -1]
 
-    X_val, y_val = split(args.validation)
+    X_val, y_val = split(args.validation) if args.validation else (None, None)
     X_tr, y_tr = split(args.train) if args.train else (None, None)
-    classes = getattr(model, "classes_", None)
-    if classes is not None and classes.dtype.kind in "iu":
-        y_val = y_val.astype(classes.dtype)
-        y_tr = None if y_tr is None else y_tr.astype(classes.dtype)
-    small = compress(model, X_val, y_val, max_error_increase=args.max_error_increase,
-                     method=args.method, shared=args.shared, X_train=X_tr, y_train=y_tr,
+    classes = getattr(model, "classes_", getattr(model, "classes", None))
+    if classes is not None and np.asarray(classes).dtype.kind in "iu":
+        dt = np.asarray(classes).dtype
+        y_val = None if y_val is None else y_val.astype(dt)
+        y_tr = None if y_tr is None else y_tr.astype(dt)
+    small = compress(model, X_val, y_val, n_vectors=args.n_vectors,
+                     max_error_increase=args.max_error_increase, method=method,
+                     X_train=X_tr, y_train=y_tr, time_limit=args.time_limit,
                      random_state=args.seed)
-    c = CompressCurve(**small.compress_curve_)
-    print(f"full model: validation error {100 * c.full_error:.2f} % with {c.full_budget} "
-          f"kernel evaluations; target <= {100 * c.target_error:.2f} %")
-    print("  n_vectors  evaluations  validation error")
-    order = sorted(range(len(c.budget)), key=lambda i: c.budget[i])
-    for i in order:
-        mark = "  <- chosen" if i == c.chosen else ""
-        print(f"  {c.n_vectors[i]:9d}  {c.budget[i]:11d}  {100 * c.error[i]:14.2f} %{mark}")
+    rep = small.compress_report_
+    print(rep.table())
     save(small, args.output, key=key, force=args.force)
     plot = args.plot or str(Path(args.output).with_suffix(".png"))
-    compress_curve(c, path=plot)
-    print(f"chosen: {small.n_vectors_} kernel evaluations "
-          f"({c.full_budget / max(small.n_vectors_, 1):.1f}x fewer), validation error "
-          f"{100 * c.error[c.chosen]:.2f} %{'' if c.met else ' (tolerance NOT met)'}")
-    print(f"saved {args.output}; curve plotted to {plot}")
+    rep.plot(plot)
+    print(f"saved {args.output}: {small.n_vectors_} kernel evaluations per prediction "
+          f"({rep['full_n_vectors'] / max(small.n_vectors_, 1):.1f}x fewer than the original); "
+          f"report plotted to {plot}")
     return 0
 
 
@@ -1044,11 +1094,14 @@ def build_parser():
     p.add_argument("--shared", action="store_true",
                    help="multi-output models: one set of N vectors shared by all outputs "
                         "(section 5; the default, kept for clarity)")
-    p.add_argument("--method", choices=REDUCE_METHODS, default="construct",
-                   help="RS construction (eq. 16/75-77, optionally + phase 2) or selection "
-                        "(kernel PCA eq. 63-65, exact greedy backward elimination by "
-                        "Proposition 8, L1 eq. 66-73); default construct. Selections that "
-                        "would take hours on this model are refused up front")
+    p.add_argument("--method", choices=REDUCE_METHODS + COMPRESS_ONLY_METHODS, default=None,
+                   help="RS construction (eq. 16/75-77, + phase 2 in construct+refine) or "
+                        "selection (kernel PCA eq. 63-65, exact greedy backward elimination by "
+                        "Proposition 8, L1 eq. 66-73). Default: "
+                        f"{DEFAULT_REDUCE_METHOD}, or auto (all candidates, the best on the "
+                        "data) with --validation/--train, which also allow uniform-svm, "
+                        "kmeans-svm, greedy-svm and slmc. Selections that would take hours "
+                        "on this model are refused up front")
     p.add_argument("-o", "--output", required=True,
                    help="output file (.skm): a classifier keeping its classes for SVC-type "
                         "models, else a KernelExpansion")

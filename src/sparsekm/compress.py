@@ -1,39 +1,40 @@
-"""Automatic budgets: the smallest reduced machine that keeps the validation error.
+"""The best small classifier in one call: :func:`compress`.
 
-:func:`compress` searches the reduced-set size (the *budget*: kernel evaluations per
-prediction, all classes together) of a fitted kernel classifier on validation data
-and returns the smallest :class:`~sparsekm.models.ReducedSetClassifier` whose
-validation error is at most the full machine's plus ``max_error_increase``.
+:func:`compress` makes a fitted kernel classifier cheap to apply. Given a *budget*
+(``n_vectors``: distinct kernel evaluations per prediction, all classes together) it
+tries several ways to build a classifier within it -- reduced sets of the machine itself
+(construction, eq. 74-77; plus phase 2) and machines trained directly with few vectors
+(shared SLMC from the reduced set; linear SVMs on the features ``K(x, Z) K_zz^{-1/2}`` of
+a uniform subset, the k-means centres or a greedy basis, i.e. the Nystrom + LinearSVC
+peers written as kernel expansions) -- and returns the one with the lowest validation
+error, with a report of every candidate. Given a *tolerance* (``max_error_increase``)
+it returns the smallest budget whose validation error stays within it.
 
-The search walks a geometric grid of sizes ``1, 2, 4, ...`` until the tolerance is
-met, then bisects between the last failing and the first passing size. With
-``method="construct"`` it is cheap: reduced-set construction adds one vector at a
-time and re-fits all coefficients by Proposition 8 (*Input space vs. feature space*,
-eq. 74-77), and the first ``m`` vectors of an ``N``-vector run are exactly the
-``m``-vector run (one random stream per output), so one run gives every smaller
-size: its first ``m`` vectors with coefficients ``beta = (K^z)^-1 K^zx alpha``
-(Proposition 8) re-computed for the prefix. Other methods (and machines whose
-structure is unknown here, e.g. a one-vs-one SVC) are re-fitted through
-:class:`~sparsekm.models.ReducedSetClassifier` at every size walked.
+:func:`construct_prefixes` (one construction whose prefixes give every smaller reduced
+set: the first ``m`` vectors of an ``N``-vector run with the Proposition-8 coefficients
+``beta = (K^z)^-1 K^zx alpha`` re-computed) serves the budget walk and the benchmarks.
 """
 
 from __future__ import annotations
 
+import time
 import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-from sklearn.multiclass import OneVsRestClassifier
+from sklearn.multiclass import OneVsOneClassifier, OneVsRestClassifier
 from sklearn.svm import SVC
 from sklearn.utils import check_random_state
 
+from . import persistence
 from .expansion import KernelExpansion
 from .models.reduced_set import ReducedSetClassifier
-from .reduced_set import construct, optimal_coefficients, refit_intercept
-from .reduced_set.reduction import METHODS
+from .reduced_set import construct, optimal_coefficients
 from .utils.validation import check_array, check_scalar
 
-__all__ = ["compress", "CompressCurve", "construct_prefixes"]
+__all__ = ["compress", "CompressReport", "CompressedClassifier", "CompressCurve",
+           "construct_prefixes", "nystroem_features", "nystroem_normalization",
+           "AUTO_METHODS"]
 
 
 @dataclass
@@ -169,44 +170,207 @@ def construct_prefixes(psi, n_max, *, shared=False, n_init=5, max_iter=200, rand
     return prefix
 
 
+# -- the report ----------------------------------------------------------------------
+#: Default tolerance when neither ``n_vectors`` nor ``max_error_increase`` is given.
+DEFAULT_MAX_ERROR_INCREASE = 0.005
+#: Default ``time_limit``: this multiple of the first candidate's build seconds ...
+TIME_LIMIT_FACTOR = 20.0
+#: ... but at least this many seconds.
+TIME_LIMIT_FLOOR = 60.0
+#: C values tried (on validation) by every direct method (the same grid as the peers of
+#: ``benchmarks/bench_pareto.py``).
+C_GRID = (0.1, 1.0, 10.0, 100.0)
+#: A result whose validation error exceeds the full machine's by more than this
+#: (absolute: 0.02 = two percentage points) is warned about.
+WARN_MARGIN = 0.02
+#: select-l1 with separate sets refuses below this many vectors per binary machine: an
+#: L1 path cut at a handful of support vectors per pair keeps no usable machine (84 % test
+#: error at 5 per pair on a one-vs-one SVC, 64 % on USPS at 25 per class).
+MIN_L1_PER_MACHINE = 10
+#: Stratified folds when no validation data is given.
+DEFAULT_CV = 3
+#: ``method="auto"``: candidates from cheap to costly.
+AUTO_METHODS = ("construct", "construct+refine", "uniform-svm", "kmeans-svm", "greedy-svm",
+                "slmc")
+_RS_METHODS = ("construct", "construct+refine", "select-kpca", "select-backward", "select-l1")
+_DIRECT_METHODS = ("uniform-svm", "kmeans-svm", "greedy-svm", "slmc")
+METHOD_LABELS = {
+    "construct": "shared RS construction (phase 1)",
+    "construct+refine": "RS construction + joint refine (phase 2)",
+    "uniform-svm": "fixed-Z SVM on a uniform subset (Nystrom uniform + LinearSVC)",
+    "kmeans-svm": "fixed-Z SVM on k-means centres (Nystrom k-means + LinearSVC)",
+    "greedy-svm": "greedy basis (shared) + linear SVM",
+    "slmc": "shared SLMC started from the RS",
+    "select-kpca": "RS selection (kernel PCA)",
+    "select-backward": "RS selection (backward)",
+    "select-l1": "RS selection (L1)",
+    "original": "the original machine, unchanged",
+}
+_ROW_KEYS = ("method", "variant", "budget", "n_vectors", "val_error", "agreement", "seconds",
+             "status", "reason")
+
+
+class CompressReport(dict):
+    """What :func:`compress` tried: a plain dictionary with a table and a plot.
+
+    Keys: ``"mode"`` (``"budget"`` or ``"tolerance"``), ``"budget"`` (requested, or
+    the one found), ``"full_error"`` and ``"full_n_vectors"`` (the original machine),
+    ``"target_error"`` (tolerance mode), ``"selection"`` (what errors were measured on:
+    the validation data or k-fold CV inside the training data), ``"time_limit"``,
+    ``"chosen"`` (row index), ``"messages"`` (list of str: warnings and notes) and
+    ``"rows"``: one dict per candidate with ``method``, ``variant`` (e.g. the C chosen),
+    ``budget``, ``n_vectors`` (distinct kernel evaluations per prediction),
+    ``val_error``, ``agreement`` (fraction of the validation points on which it predicts
+    as the original machine), ``seconds`` (build time), ``status`` (``"chosen"``,
+    ``"ok"``, ``"skipped"``, ``"refused"``, ``"failed"``, ``"reference"``) and
+    ``reason``. Missing numbers are NaN. Saved with the model by :func:`sparsekm.save`
+    (a loaded model holds the plain dict: ``CompressReport(model.compress_report_)``).
+    """
+
+    @property
+    def rows(self):
+        return self.get("rows", [])
+
+    def table(self):
+        """The report as text (what ``sparsekm reduce`` prints)."""
+        sel = self.get("selection", "validation")
+        lines = [f"original machine: {self.get('full_n_vectors', 0)} distinct vectors, "
+                 f"error {_pct(self.get('full_error'))} on the {sel}"]
+        if self.get("mode") == "tolerance":
+            lines.append(f"target: error <= {_pct(self.get('target_error'))}")
+        lines.append(f"{'method':<17} {'variant':<22} {'budget':>6} {'vectors':>7} "
+                     f"{'error':>8} {'agree':>8} {'seconds':>8}  status")
+        for r in self.rows:
+            lines.append(f"{r['method']:<17} {r['variant'][:22]:<22} {r['budget']:>6d} "
+                         f"{r['n_vectors']:>7d} {_pct(r['val_error']):>8} "
+                         f"{_pct(r['agreement']):>8} {_num(r['seconds']):>8}  {r['status']}"
+                         + (f": {r['reason']}" if r["reason"] else ""))
+        lines += list(self.get("messages", []))
+        return "\n".join(lines)
+
+    def __str__(self):
+        return self.table()
+
+    def plot(self, path=None, title=None):
+        """Validation error against kernel evaluations per prediction, one point per
+        candidate (chosen ringed), the original machine as a dashed line. Returns the
+        figure, or the path when ``path`` is given."""
+        from .plotting import _plt, savefig
+
+        plt = _plt()
+        fig, ax = plt.subplots(figsize=(6.0, 4.0))
+        markers = {"chosen": "*", "ok": "o", "reference": "s", "refused": "x"}
+        seen = set()
+        for i, r in enumerate(self.rows):
+            if not np.isfinite(r["val_error"]) or r["n_vectors"] <= 0:
+                continue
+            m = AUTO_METHODS.index(r["method"]) if r["method"] in AUTO_METHODS else 9
+            label = r["method"] if r["method"] not in seen else None
+            seen.add(r["method"])
+            ax.plot(r["n_vectors"], 100 * r["val_error"], markers.get(r["status"], "o"),
+                    color=f"C{m % 10}", ms=12 if r["status"] == "chosen" else 6, label=label)
+            if i == self.get("chosen", -1):
+                ax.plot(r["n_vectors"], 100 * r["val_error"], "o", ms=16, mfc="none",
+                        mec="k", label="chosen")
+        full = self.get("full_error", float("nan"))
+        if np.isfinite(full):
+            ax.axhline(100 * full, color="0.3", ls="--", lw=1.0,
+                       label=f"original ({self.get('full_n_vectors', 0)} vectors)")
+        if self.get("mode") == "tolerance" and np.isfinite(self.get("target_error", np.nan)):
+            ax.axhline(100 * self["target_error"], color="C3", ls=":", lw=1.0, label="target")
+        ax.set_xlabel("kernel evaluations per prediction")
+        ax.set_ylabel(f"error (%) on the {self.get('selection', 'validation')}"[:60])
+        ax.set_title(title or "sparsekm.compress: candidates", fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=6)
+        if path is not None:
+            return savefig(fig, path)
+        return fig
+
+
+def _pct(v):
+    return "–" if v is None or not np.isfinite(v) else f"{100 * v:.2f} %"
+
+
+def _num(v):
+    return "–" if v is None or not np.isfinite(v) else f"{v:.3g}"
+
+
+@persistence.register
+class CompressedClassifier(ReducedSetClassifier):
+    """The classifier :func:`compress` returns: a :class:`ReducedSetClassifier` (same
+    prediction, same file format) that also keeps the ``compress_report_``.
+
+    Its expansion holds ``n_vectors_`` distinct vectors; its scheme is the original
+    machine's (reduced-set candidates) or one-vs-rest / binary (the direct candidates:
+    SLMC and the fixed-Z linear SVMs). Not meant to be fitted: build it with
+    :func:`compress`.
+    """
+
+    _persist_attrs = {
+        **ReducedSetClassifier._persist_attrs,
+        "compress_report_": persistence.spec.dict(persistence.spec.one_of(
+            persistence.spec.int(min=-1), persistence.spec.float(), persistence.spec.str(),
+            persistence.spec.list(persistence.spec.str()),
+            persistence.spec.list(persistence.spec.dict(persistence.spec.one_of(
+                persistence.spec.int(), persistence.spec.float(), persistence.spec.str()),
+                keys=_ROW_KEYS))), optional=True),
+    }
+
+    def fit(self, X, y):
+        raise TypeError("CompressedClassifier is built by sparsekm.compress(model, ...), not "
+                        "fitted; use ReducedSetClassifier to reduce an SVM by fit.")
+
+    def plot_report(self, path=None):
+        """:meth:`CompressReport.plot` of ``compress_report_`` (also after loading)."""
+        return CompressReport(self.compress_report_).plot(path)
+
+
 # -- the model to compress -----------------------------------------------------------
-def _full_machine(model, y_val, owner):
-    """``(psi or None, classes, predict_full)`` for the supported kinds of model."""
+def _exact_classifier(model, y_hint, owner):
+    """The original machine as an exact :class:`ExpansionClassifier`."""
+    from sklearn.multiclass import OneVsOneClassifier
+    from sklearn.svm import NuSVC
+
+    from .interop import classifier_from_estimator
+    from .multiclass import ExpansionClassifier
+
+    if isinstance(model, ExpansionClassifier):
+        model._check()
+        return model
     if isinstance(model, KernelExpansion):
-        classes = np.unique(y_val)
+        if y_hint is None:
+            raise ValueError(f"{owner}: a bare KernelExpansion carries no class labels; pass "
+                             "labelled data (y_val or y_train).")
+        classes = np.unique(y_hint)
         if model.is_multioutput and model.n_outputs > 1:
             if classes.size != model.n_outputs:
                 raise ValueError(
                     f"{owner}: a multi-output KernelExpansion is read as one-vs-rest with one "
-                    f"output per class; y_val has {classes.size} classes but the expansion "
-                    f"{model.n_outputs} outputs.")
-        elif classes.size != 2:
+                    f"output per class; the labels have {classes.size} classes but the "
+                    f"expansion {model.n_outputs} outputs.")
+            return ExpansionClassifier(model, classes, scheme="ovr")
+        if classes.size != 2:
             raise ValueError(f"{owner}: a single-output KernelExpansion is a binary classifier; "
-                             f"y_val has {classes.size} classes.")
-        return model, classes, None
-    if isinstance(model, SVC) or isinstance(model, OneVsRestClassifier):
-        if not hasattr(model, "classes_"):
+                             f"the labels have {classes.size} classes.")
+        return ExpansionClassifier(model, classes, scheme="binary")
+    if isinstance(model, (SVC, NuSVC, OneVsRestClassifier, OneVsOneClassifier)):
+        if not hasattr(model, "classes_") and not hasattr(model, "estimators_"):
             raise ValueError(f"{owner} needs a fitted model; {type(model).__name__} is not "
                              "fitted (call fit first).")
-        if isinstance(model, SVC) and len(model.classes_) > 2:
-            # one-vs-one: handed to ReducedSetClassifier at every size, if this version of
-            # sparsekm can represent it as an expansion at all
-            try:
-                KernelExpansion.from_estimator(model)
-            except (TypeError, ValueError) as exc:
-                raise TypeError(
-                    f"{owner}: this version of sparsekm cannot reduce a multi-class "
-                    f"(one-vs-one) SVC ({exc}). Train OneVsRestClassifier(SVC(...)) instead."
-                ) from None
-            return None, np.asarray(model.classes_), model.predict
-        return KernelExpansion.from_estimator(model), np.asarray(model.classes_), model.predict
+        return classifier_from_estimator(model)
+    if hasattr(model, "_classifier") and isinstance(getattr(model, "expansion_", None),
+                                                    KernelExpansion):
+        model._restore_defaults()
+        return model._classifier()
     expansion = getattr(model, "expansion_", None)
     if isinstance(expansion, KernelExpansion) and hasattr(model, "classes_"):
         classes = np.asarray(model.classes_)
         n_out = expansion.n_outputs if expansion.is_multioutput else 1
-        if (classes.size == 2 and n_out == 1) or (classes.size > 2 and n_out == classes.size):
-            return expansion, classes, model.predict
-        return None, classes, model.predict
+        if classes.size == 2 and n_out == 1:
+            return ExpansionClassifier(expansion, classes, scheme="binary")
+        if classes.size > 2 and n_out == classes.size:
+            return ExpansionClassifier(expansion, classes, scheme="ovr")
     if hasattr(model, "predict") and hasattr(model, "fit"):
         raise TypeError(
             f"{owner} cannot compress a fitted {type(model).__name__}: pass a fitted SVC, a "
@@ -217,241 +381,605 @@ def _full_machine(model, y_val, owner):
                     f"{type(model).__name__}.")
 
 
-def _predict_expansion(expansion, classes, X):
-    f = expansion.decision_function(X)
-    if np.ndim(f) == 1:
-        return classes[(f > 0).astype(int)]
-    return classes[np.argmax(f, axis=1)]
+def _like(exact, expansion, scheme=None):
+    """An ExpansionClassifier with ``exact``'s classes and rules around ``expansion``."""
+    from .multiclass import ExpansionClassifier
+
+    if scheme is None or scheme == exact.scheme:
+        return ExpansionClassifier(expansion, exact.classes, scheme=exact.scheme,
+                                   decision_function_shape=exact.decision_function_shape,
+                                   break_ties=exact.break_ties, vote=exact.vote)
+    return ExpansionClassifier(expansion, exact.classes, scheme=scheme)
 
 
-def _shell(expansion, classes, n_vectors, n_features, params, n_support):
-    """A fitted ReducedSetClassifier holding ``expansion`` (no wrapped estimator)."""
-    rsc = ReducedSetClassifier(**{**params, "n_vectors": int(n_vectors), "estimator": None})
-    rsc.expansion_ = expansion
-    rsc.classes_ = np.asarray(classes)
-    rsc.n_features_in_ = int(n_features)
-    rsc.n_vectors_ = int(expansion.compress().n_terms)
-    rsc.n_support_vectors_ = int(n_support)
-    rsc.objective_ = np.nan
-    rsc.relative_objective_ = np.nan
-    rsc.n_iter_ = 1
-    return rsc
+def _refit_thresholds(exact, expansion, X, y):
+    """The papers' training-error optimal thresholds, by the scheme's rule (one-vs-one:
+    each pair on its two classes), as :class:`ReducedSetClassifier` does."""
+    shell = ReducedSetClassifier(refit_intercept=True)
+    shell.classes_ = np.asarray(exact.classes)
+    shell.scheme_ = exact.scheme
+    return shell._refit_thresholds(expansion, X, y)
 
 
-def compress(model, X_val, y_val, *, max_error_increase=0.005, method="construct",
-             shared=False, X_train=None, y_train=None, refit_intercept_on_train=None,
-             max_n_vectors=None, n_init=5, max_iter=200, random_state=None, verbose=False):
-    """The smallest reduced machine whose validation error stays within a tolerance.
+@dataclass
+class _Split:
+    """Data one candidate is built on (``X_fit``) and judged on (``X_eval``)."""
+
+    X_fit: object
+    y_fit: object
+    X_eval: object
+    y_eval: object
+    exact: object            # the original machine trained on X_fit (None: not available)
+    cache: dict = field(default_factory=dict)
+
+
+def _fixed_z_linear_svm(kernel, Z, M, transform, X, y, C, seed):
+    """Linear SVM on the features ``transform(X) = K(x, Z) M``, written back as an
+    expansion on ``Z``: ``beta = M w`` (one column per one-vs-rest machine; one output
+    when binary)."""
+    from sklearn.svm import LinearSVC
+
+    F = transform(X)
+    svm = LinearSVC(C=C, max_iter=5000, random_state=seed).fit(F, y)
+    W = svm.coef_
+    if W.shape[0] == 1:
+        return KernelExpansion(Z, M @ W[0], kernel, float(svm.intercept_[0]))
+    return KernelExpansion(Z, M @ W.T, kernel, np.asarray(svm.intercept_, dtype=np.float64))
+
+
+def nystroem_normalization(kernel, Z):
+    """``K_zz^{-1/2}`` exactly as scikit-learn's ``Nystroem`` computes it (SVD, singular
+    values floored at 1e-12); features ``K(x, Z) @ M`` with ``M`` the transpose."""
+    from scipy import linalg
+
+    U, S, V = linalg.svd(np.asarray(kernel(Z, Z)))
+    S = np.maximum(S, 1e-12)
+    return ((U / np.sqrt(S)) @ V).T
+
+
+def _sklearn_kernel(kernel):
+    """``(name, params)`` of scikit-learn's pairwise kernel equal to ``kernel``, or None."""
+    from .kernels import RBF, Linear, Polynomial
+
+    if type(kernel) is RBF:
+        return "rbf", {"gamma": float(kernel.gamma)}
+    if type(kernel) is Linear:
+        return "linear", {}
+    if type(kernel) is Polynomial:
+        return "poly", {"gamma": float(kernel.gamma), "degree": kernel.degree,
+                        "coef0": float(kernel.coef0)}
+    return None
+
+
+def nystroem_features(kernel, Z, seed):
+    """The Nystrom feature map on the landmarks ``Z``: ``(Z', M, transform)`` with
+    ``transform(X) = K(X, Z') M``, ``M = K_z'z'^{-1/2}`` and ``Z'`` the rows of ``Z``.
+
+    For the kernels scikit-learn has (RBF, linear, polynomial) this *is*
+    ``sklearn.kernel_approximation.Nystroem(kernel, n_components=len(Z),
+    random_state=seed).fit(Z)`` (landmarks in its order; the same features to the last
+    bit), otherwise the same formula with sparsekm's kernel.
+    """
+    spec = _sklearn_kernel(kernel)
+    if spec is None:
+        M = nystroem_normalization(kernel, Z)
+        return Z, M, lambda X: np.asarray(kernel(X, Z)) @ M
+    from sklearn.kernel_approximation import Nystroem
+
+    ny = Nystroem(kernel=spec[0], n_components=Z.shape[0], random_state=seed,
+                  **spec[1]).fit(Z)
+    return np.asarray(ny.components_, dtype=np.float64), ny.normalization_.T, ny.transform
+
+
+def _distinct_rows(X):
+    return np.unique(np.asarray(X, dtype=np.float64), axis=0)
+
+
+class _Candidates:
+    """Builders of every method at one budget (``build(split, variant)``) and their
+    variants (thresholds, C)."""
+
+    def __init__(self, exact0, shared, n_init, max_iter, seed):
+        self.exact0, self.shared, self.seed = exact0, shared, seed
+        self.n_init, self.max_iter = n_init, max_iter
+        self.kernel = exact0.expansion.kernel
+        self.multi = exact0.expansion.is_multioutput and exact0.expansion.n_outputs > 1
+
+    def variants(self, method, has_fit):
+        if method in _RS_METHODS:
+            return ["b kept"] + (["b refit on train"] if has_fit else [])
+        return [f"C={C:g}" for C in C_GRID]
+
+    # -- reduced sets of the original machine ----------------------------------------
+    def _prefix(self, split, b):
+        key = ("prefix", self.shared)
+        n_run, prefix = split.cache.get(key, (0, None))
+        if b > n_run:
+            psi = split.exact.expansion
+            n_run = b
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                prefix = construct_prefixes(psi, n_run, shared=self.shared, n_init=self.n_init,
+                                            max_iter=self.max_iter, random_state=self.seed)
+            split.cache[key] = (n_run, prefix)
+        return prefix
+
+    def _per_output(self, b):
+        psi = self.exact0.expansion
+        return b if (self.shared or not self.multi) else max(1, b // psi.n_outputs)
+
+    def rs(self, split, method, b):
+        key = ("rs", method, b)
+        if key in split.cache:
+            return split.cache[key]
+        psi = split.exact.expansion
+        m = self._per_output(b)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if method == "construct":
+                red = self._prefix(split, m)(m)
+            elif method == "construct+refine":
+                from .reduced_set import refine
+                red = refine(psi, self.rs(split, "construct", b), max_iter=300).expansion
+            else:
+                from .reduced_set import reduce_expansion
+                red = reduce_expansion(psi, m, method=method, shared=self.shared,
+                                       random_state=self.seed).expansion
+        split.cache[key] = red
+        return red
+
+    def build(self, split, method, b, variant):
+        exact = split.exact
+        if method in _RS_METHODS:
+            red = self.rs(split, method, b)
+            if variant != "b kept":
+                red = _refit_thresholds(exact, red, split.X_fit, split.y_fit)
+            return _like(exact, red)
+        C = float(variant.split("=")[1])
+        X, y = split.X_fit, split.y_fit
+        classes = np.asarray(self.exact0.classes)
+        scheme = "binary" if classes.size == 2 else "ovr"
+        if method == "slmc":
+            from .models import SLMC
+
+            Z0 = np.asarray(self.rs(split, "construct", b).vectors, dtype=np.float64)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                clf = SLMC(n_vectors=Z0.shape[0], C=C, kernel=self.kernel, init=Z0,
+                           shared=classes.size > 2, random_state=self.seed).fit(X, y)
+            return _like(self.exact0, clf.expansion_, scheme)
+        key = (method, b)
+        if key not in split.cache:
+            if method == "greedy-svm":
+                from scipy.linalg import solve_triangular
+
+                from .approx import GreedyBasis
+                gb = GreedyBasis(n_basis=b, tol=1e-6, kernel=self.kernel,
+                                 random_state=self.seed).fit(X)
+                Z = np.asarray(gb.basis_vectors_, dtype=np.float64)
+                M = solve_triangular(gb.cholesky_, np.eye(Z.shape[0]), lower=True).T
+                transform = gb.transform
+            else:
+                U = _distinct_rows(X)
+                k = min(b, U.shape[0])
+                if method == "kmeans-svm":
+                    from sklearn.cluster import KMeans
+                    Z = KMeans(n_clusters=k, n_init=1, random_state=self.seed).fit(
+                        X).cluster_centers_
+                else:  # uniform-svm
+                    rng = check_random_state(self.seed)
+                    Z = U[np.sort(rng.choice(U.shape[0], size=k, replace=False))]
+                Z, M, transform = nystroem_features(self.kernel, Z, self.seed)
+            split.cache[key] = (Z, M, transform)
+        Z, M, transform = split.cache[key]
+        return _like(self.exact0, _fixed_z_linear_svm(self.kernel, Z, M, transform, X, y, C,
+                                                      self.seed), scheme)
+
+
+# -- the search ----------------------------------------------------------------------
+def _check_labels(X, y, nx, ny, owner):
+    X = check_array(X, nx)
+    y = np.asarray(y)
+    if y.ndim != 1 or y.shape[0] != X.shape[0]:
+        raise ValueError(f"{ny} must be 1-D with one label per row of {nx} ({X.shape[0]}); "
+                         f"got shape {y.shape}.")
+    if y.dtype.kind in "fc" and not np.isfinite(y).all():
+        raise ValueError(f"{ny} contains NaN or infinity; class labels must be finite.")
+    return X, y
+
+
+def _methods(method, owner):
+    names = list(AUTO_METHODS) if method == "auto" else \
+        [method] if isinstance(method, str) else list(method)
+    known = set(AUTO_METHODS) | set(_RS_METHODS)
+    bad = [m for m in names if m not in known]
+    if not names or bad:
+        raise ValueError(f"The 'method' parameter of {owner} must be 'auto', one of "
+                         f"{sorted(known)} or a list of them. Got {method!r} instead.")
+    return list(dict.fromkeys(names))
+
+
+def _refittable(model):
+    """An unfitted copy of the original estimator, if it can be re-trained on folds."""
+    from sklearn.base import clone
+    try:
+        return clone(model) if hasattr(model, "fit") and hasattr(model, "get_params") and \
+            not hasattr(model, "_classifier") and not isinstance(model, KernelExpansion) and \
+            type(model).__name__ != "ExpansionClassifier" else None
+    except Exception:
+        return None
+
+
+def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increase=None,
+             method="auto", X_train=None, y_train=None, time_limit=None, random_state=None,
+             shared=True, cv=DEFAULT_CV, n_init=5, max_iter=200, verbose=False):
+    """The best small classifier for a budget, or the smallest within a tolerance.
+
+    Tries several ways to make a kernel classifier cheap -- reduced sets of the
+    machine itself and machines trained directly with few vectors -- and picks on
+    validation data (never on a test set).
 
     Parameters
     ----------
     model : fitted classifier or KernelExpansion
-        A binary ``SVC``, a ``OneVsRestClassifier(SVC)``, a fitted sparsekm classifier
-        with ``expansion_`` (``ReducedSetClassifier``, ``SLMC``, ``ApproxSVC``,
-        ``ApproxKFD``, ...), or a ``KernelExpansion`` (binary: sign; multi-output:
-        argmax over one output per class of ``np.unique(y_val)``). A multi-class
-        (one-vs-one) ``SVC`` is handed to :class:`~sparsekm.models.ReducedSetClassifier`
-        at every size (re-fit search), whatever that supports.
-    X_val : array-like of shape (n_samples, n_features)
-    y_val : array-like of shape (n_samples,)
-        Validation data: not used for fitting anything, only to measure errors.
-    max_error_increase : float >= 0, default=0.005
-        Allowed increase of the validation error (a fraction: 0.005 is half a
-        percentage point) over the full machine's.
-    method : str, default="construct"
-        A :class:`~sparsekm.models.ReducedSetClassifier` method. ``"construct"``
-        searches on the prefixes of one construction (cheap); the others re-fit at
-        every size walked.
-    shared : bool, default=False
-        Multi-class: one set of vectors shared by all classes (the budget is then
-        ``n_vectors``; otherwise about ``n_classes * n_vectors``).
+        ``SVC``/``NuSVC`` (binary or one-vs-one), ``OneVsRestClassifier(SVC)``,
+        ``OneVsOneClassifier(SVC)``, an :class:`~sparsekm.multiclass.ExpansionClassifier`,
+        a sparsekm classifier with ``expansion_`` (SLMC, ApproxSVC,
+        ReducedSetClassifier, ...) or a ``KernelExpansion`` (binary: sign; several
+        outputs: one-vs-rest over ``np.unique(y)``).
+    X_val, y_val : array-like, optional
+        Validation data: every choice (method, C, thresholds, size) is made on it; it
+        is never used to fit anything. Without it, choices are made by ``cv``-fold
+        stratified cross-validation inside ``X_train`` (cost: every candidate is built
+        ``cv`` times, plus once on all training data; the reduced-set candidates need
+        the original estimator re-trained on each fold, so they are refused for a
+        model that cannot be re-trained, such as a loaded file).
+    n_vectors : int, optional
+        Budget: distinct kernel evaluations per prediction, all classes together. The
+        candidate with the lowest validation error within it is returned.
+    max_error_increase : float >= 0, optional
+        Tolerance: the smallest budget whose validation error is at most the
+        original's plus this (a fraction). Not together with ``n_vectors``. With
+        neither, the tolerance is ``DEFAULT_MAX_ERROR_INCREASE`` (0.005, half a point).
+    method : "auto", str or list of str, default="auto"
+        ``"auto"`` tries ``AUTO_METHODS`` from cheap to costly: ``"construct"`` (RS
+        construction, eq. 74-77, one set shared by all binary machines),
+        ``"construct+refine"`` (plus phase 2, joint L-BFGS), ``"uniform-svm"`` and
+        ``"kmeans-svm"`` (fixed ``Z`` = a uniform subset / the k-means centres of the
+        training data, features ``K(x, Z) K_zz^{-1/2}``, ``LinearSVC``, written back as
+        ``beta = K_zz^{-1/2} w``: scikit-learn's Nystroem + LinearSVC, exactly),
+        ``"greedy-svm"`` (one greedy basis, Franc & Hlavac, of the whole budget shared
+        by all classes + ``LinearSVC``) and ``"slmc"`` (shared SLMC, Wu et al., started
+        from the shared RS). Every direct method has C chosen on validation among
+        ``C_GRID``; the RS methods their thresholds (kept, or re-fitted on the
+        training data). Also ``"select-kpca"``, ``"select-backward"``, ``"select-l1"``.
+        The direct methods need ``X_train, y_train``; without them they are refused.
     X_train, y_train : array-like, optional
-        Training data for re-fitting the thresholds of each reduced machine (the
-        papers' optimal ``b~``). Without them the machine's own thresholds are kept
-        (validation data never sets a parameter).
-    refit_intercept_on_train : bool, default=None
-        ``None``: re-fit when training data are given.
-    max_n_vectors : int, default=None
-        Largest ``n_vectors`` searched (default: the full machine's size, where the
-        reduced machine is an exact copy).
+        The original's training data (for the direct methods and re-fitted thresholds).
+    time_limit : float, optional
+        Seconds. Candidates not started when it is spent are skipped (the report says
+        so). Default: ``TIME_LIMIT_FACTOR`` (20) times the first candidate's build
+        seconds, at least ``TIME_LIMIT_FLOOR`` (60 s).
+    random_state : int, RandomState instance or None
+    shared : bool, default=True
+        Reduced-set candidates of a multi-class machine: one set shared by all binary
+        machines (``False``: ``n_vectors // n_outputs`` per machine).
+    cv : int, default=3
+        Folds when ``X_val`` is not given.
     n_init, max_iter : int
-        Construction settings (see :func:`~sparsekm.reduced_set.construct`).
-    random_state : int, RandomState instance or None, default=None
+        RS construction settings (see :func:`~sparsekm.reduced_set.construct`).
     verbose : bool, default=False
-        Print each size walked.
 
     Returns
     -------
-    ReducedSetClassifier
-        Fitted; ``n_vectors_`` is its budget and ``compress_curve_`` the curve
-        walked, a plain dictionary (saved with the model by :func:`sparsekm.save`;
-        ``CompressCurve(**model.compress_curve_)`` gives the :class:`CompressCurve`;
-        plot it with :func:`sparsekm.plotting.compress_curve`).
+    CompressedClassifier
+        ``predict``, ``decision_function``, ``classes_``, ``n_vectors_`` (at most the
+        budget, and never more than the original's distinct vectors) and
+        ``compress_report_`` (:class:`CompressReport`: one row per candidate, ``plot()``).
 
     Notes
     -----
-    The returned model is the smallest of the sizes walked whose validation error is
-    at most ``full_error + max_error_increase``; every smaller size walked failed.
-    The error need not be monotone in the size, so a smaller size that was not
-    walked might also pass: the search walks ``1, 2, 4, ...`` up to the first
-    passing size ``2^j`` and bisects between ``2^(j-1)`` and ``2^j``.
+    Choice rule: the lowest validation error; ties go to fewer vectors, then to the
+    candidate tried first (the cheaper). A candidate whose validation error is no
+    better than always predicting the most frequent class is refused. The result is
+    warned about when its error exceeds the original's by more than ``WARN_MARGIN``
+    (two points) or exceeds the uniform-subset Nystrom SVM of the same budget; the
+    report always gives its agreement with the original. When the budget is at least
+    the original's number of distinct vectors, the original expansion is returned
+    unchanged. Tolerance mode walks the budgets ``1, 2, 4, ...`` (at each, the
+    candidates cheap to costly until one meets the target), then bisects with the
+    winning method.
 
     Examples
     --------
     >>> from sklearn.datasets import make_moons
     >>> from sklearn.svm import SVC
     >>> import sparsekm
-    >>> X, y = make_moons(400, noise=0.2, random_state=0)
-    >>> svc = SVC(C=10).fit(X[:200], y[:200])
-    >>> small = sparsekm.compress(svc, X[200:], y[200:], max_error_increase=0.01,
-    ...                           n_init=2, max_iter=50, random_state=0)
-    >>> bool(small.n_vectors_ < svc.support_.size)
-    True
-    >>> c = small.compress_curve_
-    >>> bool(c["error"][c["chosen"]] <= c["target_error"])
+    >>> X, y = make_moons(600, noise=0.2, random_state=0)
+    >>> svc = SVC(C=10).fit(X[:300], y[:300])
+    >>> small = sparsekm.compress(svc, X[300:450], y[300:450], n_vectors=10,
+    ...                           X_train=X[:300], y_train=y[:300],
+    ...                           method=["construct", "kmeans-svm"], random_state=0)
+    >>> small.n_vectors_ <= 10
     True
     """
     owner = "compress"
-    tol = check_scalar(max_error_increase, "max_error_increase", owner, lower=0.0)
-    if method not in METHODS:
-        raise ValueError(f"The 'method' parameter of {owner} must be one of {list(METHODS)}. "
-                         f"Got {method!r} instead.")
+    t_start = time.perf_counter()
+    if n_vectors is not None and max_error_increase is not None:
+        raise ValueError(f"{owner}: give a budget (n_vectors) or a tolerance "
+                         "(max_error_increase), not both.")
+    if n_vectors is not None:
+        n_vectors = check_scalar(n_vectors, "n_vectors", owner, kind="int", lower=1)
+    tol = None
+    if n_vectors is None:
+        tol = DEFAULT_MAX_ERROR_INCREASE if max_error_increase is None else \
+            check_scalar(max_error_increase, "max_error_increase", owner, lower=0.0)
+    methods = _methods(method, owner)
     if shared not in (True, False):
         raise ValueError(f"The 'shared' parameter of {owner} must be a bool. Got {shared!r}.")
-    X_val = check_array(X_val, "X_val")
-    y_val = np.asarray(y_val)
-    if y_val.ndim != 1 or y_val.shape[0] != X_val.shape[0]:
-        raise ValueError(f"y_val must be 1-D with one label per row of X_val ({X_val.shape[0]}); "
-                         f"got shape {y_val.shape}.")
-    if y_val.dtype.kind in "fc" and not np.isfinite(y_val).all():
-        raise ValueError("y_val contains NaN or infinity; class labels must be finite.")
+    if time_limit is not None:
+        time_limit = check_scalar(time_limit, "time_limit", owner, lower=0.0)
+    if (X_val is None) != (y_val is None):
+        raise ValueError("Pass both X_val and y_val, or neither.")
     if (X_train is None) != (y_train is None):
         raise ValueError("Pass both X_train and y_train, or neither.")
+    if X_val is not None:
+        X_val, y_val = _check_labels(X_val, y_val, "X_val", "y_val", owner)
     if X_train is not None:
-        X_train = check_array(X_train, "X_train")
-        y_train = np.asarray(y_train)
-        if y_train.shape != (X_train.shape[0],):
-            raise ValueError(f"y_train must be 1-D with one label per row of X_train "
-                             f"({X_train.shape[0]}); got shape {y_train.shape}.")
-    refit = (X_train is not None) if refit_intercept_on_train is None else \
-        bool(refit_intercept_on_train)
-    if refit and X_train is None:
-        raise ValueError("refit_intercept_on_train=True needs X_train and y_train.")
-    psi, classes, predict_full = _full_machine(model, y_val, owner)
-    n_features = X_val.shape[1]
-    if psi is not None and psi.n_features != n_features:
-        raise ValueError(f"X_val has {n_features} features, but the model is expecting "
-                         f"{psi.n_features} features as input.")
-    unknown = np.setdiff1d(np.unique(y_val), classes)
-    if unknown.size:
-        raise ValueError(f"y_val holds labels the model does not know: {unknown[:5].tolist()}.")
-    if max_n_vectors is not None:
-        max_n_vectors = check_scalar(max_n_vectors, "max_n_vectors", owner, kind="int", lower=1)
+        X_train, y_train = _check_labels(X_train, y_train, "X_train", "y_train", owner)
+    if X_val is None and X_train is None:
+        raise ValueError(f"{owner} needs validation data (X_val, y_val) or training data "
+                         "(X_train, y_train) to choose on; it never chooses blind.")
+    exact = _exact_classifier(model, y_val if y_val is not None else y_train, owner)
+    classes = np.asarray(exact.classes)
+    psi = exact.expansion
+    for X, name in ((X_val, "X_val"), (X_train, "X_train")):
+        if X is not None and X.shape[1] != psi.n_features:
+            raise ValueError(f"{name} has {X.shape[1]} features, but the model is expecting "
+                             f"{psi.n_features} features as input.")
+    for y, name in ((y_val, "y_val"), (y_train, "y_train")):
+        if y is not None:
+            unknown = np.setdiff1d(np.unique(y), classes)
+            if unknown.size:
+                raise ValueError(f"{name} holds labels the model does not know: "
+                                 f"{unknown[:5].tolist()}.")
     rng = check_random_state(random_state)
     seed = int(rng.randint(np.iinfo(np.int32).max))
-    params = dict(method=method, shared=shared, refit_intercept=refit, n_init=n_init,
-                  max_iter=max_iter, random_state=seed)
+    n_full = int(psi.compress().n_terms)
+    cands = _Candidates(exact, shared, n_init, max_iter, seed)
+    messages = []
 
-    if predict_full is None:
-        full_pred = _predict_expansion(psi, classes, X_val)
+    # the splits: the validation data, or k folds inside the training data
+    if X_val is not None:
+        selection = "validation data"
+        splits = [_Split(X_train, y_train, X_val, y_val, exact)]
+        final = None
     else:
-        full_pred = predict_full(X_val)
-    full_error = float(np.mean(full_pred != y_val))
-    curve = CompressCurve(full_error=full_error, target_error=full_error + tol)
+        from sklearn.model_selection import StratifiedKFold
+        cv = check_scalar(cv, "cv", owner, kind="int", lower=2)
+        selection = f"{cv}-fold CV inside the training data"
+        base = _refittable(model)
+        splits = []
+        for a, v in StratifiedKFold(cv, shuffle=True, random_state=seed).split(X_train, y_train):
+            ex = None
+            if base is not None:
+                from sklearn.base import clone
+                ex = _exact_classifier(clone(base).fit(X_train[a], y_train[a]), y_train, owner)
+            splits.append(_Split(X_train[a], y_train[a], X_train[v], y_train[v], ex))
+        final = _Split(X_train, y_train, None, None, exact)
+        messages.append(f"no validation data: choices on {selection} (every candidate built "
+                        f"{cv} + 1 times" + (", the original re-trained on each fold)"
+                                             if base is not None else ")"))
 
-    multi = psi is not None and psi.is_multioutput and psi.n_outputs > 1
-    if psi is not None:
-        parts = _output_parts(psi, shared)
-        n_full = max(p.compress().n_terms for p in parts)
-        curve.full_budget = int(psi.compress().n_terms)
-    else:
-        n_full = int(np.unique(model.support_vectors_, axis=0).shape[0])
-        curve.full_budget = n_full
-    n_cap = n_full if max_n_vectors is None else min(max_n_vectors, n_full)
+    def full_errors():
+        errs = []
+        for s in splits:
+            ex = s.exact if s.exact is not None else None
+            errs.append(np.nan if ex is None else float(np.mean(ex.predict(s.X_eval) != s.y_eval)))
+        return float(np.nanmean(errs)) if not all(np.isnan(errs)) else float("nan")
 
-    def finish_threshold(expansion):
-        if not refit:
-            return expansion
-        if multi:
-            return refit_intercept(expansion, X_train, y_train, classes=classes)
-        return refit_intercept(expansion, X_train, y_train == classes[1])
+    full_error = full_errors()
+    chance = float(np.mean([1 - np.max(np.unique(s.y_eval, return_counts=True)[1]) /
+                            s.y_eval.size for s in splits]))
+    report = CompressReport(mode="budget" if tol is None else "tolerance",
+                            budget=int(n_vectors or 0), full_error=full_error,
+                            full_n_vectors=n_full, selection=selection, rows=[],
+                            chosen=-1, messages=messages,
+                            target_error=float("nan") if tol is None else full_error + tol,
+                            time_limit=float("nan"))
+    limit = [time_limit]
+    built = {}  # (method, b) -> (classifier, variant) on the final data
 
-    fits = {}
-    prefix_state = {"n_run": 0, "prefix": None}
-    use_prefix = method == "construct" and psi is not None
-    curve.search = "prefix" if use_prefix else "refit"
+    def agreement(clf):
+        """Agreement with the original, on the validation data (or the training data)."""
+        if X_val is not None:
+            return float(np.mean(clf.predict(X_val) == exact.predict(X_val)))
+        return float(np.mean(clf.predict(X_train) == exact.predict(X_train)))
 
-    def evaluate(n):
-        if n in fits:
-            return fits[n]
-        if use_prefix:
-            if n > prefix_state["n_run"] and n < n_full:
-                n_run = min(max(4 * n, 16), n_cap, n_full - 1)
-                prefix_state["prefix"] = construct_prefixes(
-                    psi, n_run, shared=shared, n_init=n_init, max_iter=max_iter,
-                    random_state=seed)
-                prefix_state["n_run"] = n_run
-            expansion = psi.copy() if n >= n_full else prefix_state["prefix"](n)
-            n_support = curve.full_budget
-            rsc = _shell(finish_threshold(expansion), classes, n, n_features, params, n_support)
-        elif psi is not None:
-            from .reduced_set import reduce_expansion
-
-            res = reduce_expansion(psi, n, method=method, shared=shared, n_init=n_init,
-                                   max_iter=max_iter, random_state=seed)
-            rsc = _shell(finish_threshold(res.expansion), classes, n, n_features, params,
-                         curve.full_budget)
-        else:
-            Xf, yf = (X_train, y_train) if X_train is not None else (X_val, y_val)
-            rsc = ReducedSetClassifier(estimator=model, n_vectors=n, **params).fit(Xf, yf)
-        err = float(np.mean(rsc.predict(X_val) != y_val))
-        fits[n] = (rsc, err)
-        curve.n_vectors.append(int(n))
-        curve.budget.append(int(rsc.n_vectors_))
-        curve.error.append(err)
+    def row(m, b, **kw):
+        r = {"method": m, "variant": "", "budget": int(b), "n_vectors": 0,
+             "val_error": float("nan"), "agreement": float("nan"), "seconds": 0.0,
+             "status": "ok", "reason": ""}
+        r.update(kw)
+        report["rows"].append(r)
         if verbose:
-            print(f"compress: n_vectors={n:5d}  budget={rsc.n_vectors_:6d}  "
-                  f"validation error={100 * err:.2f} % (target <= "
-                  f"{100 * curve.target_error:.2f} %)")
-        return fits[n]
+            print(f"compress: {m} at {b}: {r['status']} {_pct(r['val_error'])} {r['reason']}")
+        return r
 
-    def passes(n):
-        return evaluate(n)[1] <= curve.target_error + 1e-12
+    def refusal(m, b):
+        """Why ``m`` cannot run at budget ``b`` (None: it can)."""
+        if m in _DIRECT_METHODS and X_train is None:
+            return "needs the training data (X_train, y_train)"
+        if m in _RS_METHODS and any(s.exact is None for s in splits):
+            return ("no validation data and the original machine cannot be re-trained on "
+                    "the folds (pass X_val, y_val)")
+        if m == "select-l1":
+            per = b if (shared or not cands.multi) else b // psi.n_outputs
+            if not (shared and cands.multi) and per < MIN_L1_PER_MACHINE:
+                return (f"{per} vectors per binary machine is below {MIN_L1_PER_MACHINE}: the "
+                        "L1 path keeps no usable machine there; use construct or "
+                        "construct+refine")
+        return None
 
-    # geometric grid, then bisection
-    lo, hi, n = 0, None, 1
-    while True:
-        n = min(n, n_cap)
-        if passes(n):
-            hi = n
-            break
-        lo = n
-        if n >= n_cap:
-            break
-        n *= 2
-    if hi is None:
-        curve.met = False
-        best = n_cap
-        warnings.warn(
-            f"compress: no size up to n_vectors={n_cap} reached the validation error "
-            f"{100 * curve.target_error:.2f} %; returning the largest size walked.",
-            UserWarning, stacklevel=2)
+    def run(m, b, reference=False):
+        """Build ``m`` at budget ``b`` on every split (variant chosen on mean error) and
+        on the final data; append and return its report row."""
+        if limit[0] is not None and time.perf_counter() - t_start > limit[0] and any(
+                r["status"] in ("ok", "refused") and r["n_vectors"] for r in report["rows"]):
+            return row(m, b, status="skipped",
+                       reason=f"time limit {limit[0]:.0f} s spent")
+        why = refusal(m, b)
+        if why:
+            return row(m, b, status="refused", reason=why)
+        t0 = time.perf_counter()
+        try:
+            variants = cands.variants(m, X_train is not None)
+            errs, fitted, cut = {}, {}, []
+            for v in variants:
+                if errs and limit[0] is not None and \
+                        time.perf_counter() - t_start > limit[0]:
+                    cut.append(v)
+                    continue
+                per = []
+                for i, s in enumerate(splits):
+                    clf = cands.build(s, m, b, v)
+                    fitted[(i, v)] = clf
+                    per.append(float(np.mean(clf.predict(s.X_eval) != s.y_eval)))
+                errs[v] = float(np.mean(per))
+            v = min(errs, key=lambda k: errs[k])  # ties: the first listed
+            clf = fitted[(0, v)] if final is None else cands.build(final, m, b, v)
+        except Exception as exc:  # a candidate failing must not sink the others
+            return row(m, b, status="failed", reason=f"{type(exc).__name__}: {exc}"[:300],
+                       seconds=time.perf_counter() - t0)
+        secs = time.perf_counter() - t0
+        n = int(clf.expansion.compress().n_terms)
+        r = row(m, b, variant=v, n_vectors=n, val_error=errs[v], agreement=agreement(clf),
+                seconds=secs, status="reference" if reference else "ok",
+                reason=("" if not cut else f"time limit: {', '.join(cut)} not tried"))
+        if n > b or n > n_full:  # never more vectors than asked (a bug if it happens)
+            r.update(status="failed", reason=f"{n} vectors exceed the budget {b}")
+        elif not reference and errs[v] >= chance - 1e-12 and chance > 0:
+            r.update(status="refused", reason=f"error {_pct(errs[v])} is no better than "
+                     f"always predicting the most frequent class ({_pct(chance)})")
+        built[len(report["rows"]) - 1] = clf
+        if limit[0] is None:
+            limit[0] = max(TIME_LIMIT_FACTOR * secs, TIME_LIMIT_FLOOR)
+            report["time_limit"] = float(limit[0])
+            messages.append(f"time limit {limit[0]:.0f} s (default: {TIME_LIMIT_FACTOR:g}x the "
+                            f"first candidate's {secs:.2f} s, at least {TIME_LIMIT_FLOOR:g} s)")
+        elif np.isnan(report["time_limit"]):
+            report["time_limit"] = float(limit[0])
+        return r
+
+    def usable(idx):
+        return [i for i in idx if report["rows"][i]["status"] == "ok"]
+
+    def best_of(idx):
+        """Lowest error; ties: fewer vectors, then tried first."""
+        idx = usable(idx)
+        return min(idx, key=lambda i: (report["rows"][i]["val_error"],
+                                       report["rows"][i]["n_vectors"], i)) if idx else None
+
+    def original(reason):
+        r = row("original", n_full, n_vectors=n_full, val_error=full_error, agreement=1.0,
+                status="ok", reason=reason)
+        built[len(report["rows"]) - 1] = exact
+        return len(report["rows"]) - 1
+
+    if tol is None:
+        if n_vectors >= n_full:
+            chosen = original(f"budget {n_vectors} >= the original's {n_full} distinct "
+                              "vectors: returned unchanged")
+        else:
+            idx = []
+            for m in methods:
+                run(m, n_vectors)
+                idx.append(len(report["rows"]) - 1)
+            chosen = best_of(idx)
     else:
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if passes(mid):
-                hi = mid
-            else:
-                lo = mid
-        best = hi
-        curve.met = True
-    rsc = fits[best][0]
-    # the smallest passing size walked (the curve need not be monotone)
-    passing = [m for m, (_, e) in fits.items() if e <= curve.target_error + 1e-12]
-    if passing:
-        best = min(passing, key=lambda m: (fits[m][0].n_vectors_, m))
-        rsc = fits[best][0]
-    curve.chosen = curve.n_vectors.index(best)
-    rsc.compress_curve_ = curve.as_dict()
-    return rsc
-
+        target = report["target_error"]
+        passing = lambda i: report["rows"][i]["status"] == "ok" and \
+            report["rows"][i]["val_error"] <= target + 1e-12  # noqa: E731
+        chosen, lo, b = None, 0, 1
+        while b < n_full and chosen is None:
+            for m in methods:
+                run(m, b)
+                if passing(len(report["rows"]) - 1):
+                    chosen = len(report["rows"]) - 1
+                    break
+            if chosen is None:
+                lo, b = b, min(2 * b, n_full)
+        if chosen is not None:  # bisect with the winning method
+            m = report["rows"][chosen]["method"]
+            hi = b
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                run(m, mid)
+                if passing(len(report["rows"]) - 1):
+                    chosen, hi = len(report["rows"]) - 1, mid
+                else:
+                    lo = mid
+            report["budget"] = int(report["rows"][chosen]["budget"])
+        else:
+            chosen = original(f"no candidate below {n_full} vectors met the target "
+                              f"{_pct(target)}: returned unchanged")
+            report["budget"] = n_full
+            warnings.warn(f"compress: no candidate below the original's {n_full} vectors met "
+                          f"the target error {_pct(target)} on the {selection}; the original "
+                          "is returned unchanged.", UserWarning, stacklevel=2)
+    if chosen is None:
+        reasons = "; ".join(f"{r['method']}: {r['status']} ({r['reason']})"
+                            for r in report["rows"])
+        raise ValueError(f"{owner}: no candidate gave a usable model at {n_vectors} vectors "
+                         f"({reasons}).")
+    report["rows"][chosen]["status"] = "chosen"
+    report["chosen"] = int(chosen)
+    best = report["rows"][chosen]
+    # never useless in silence: against the full machine and the uniform Nystrom SVM
+    if best["method"] != "original" and np.isfinite(full_error):
+        margin = WARN_MARGIN if tol is None else tol
+        if best["val_error"] > full_error + margin + 1e-12:
+            msg = (f"compress: the result ({best['method']}, {best['n_vectors']} vectors) has "
+                   f"error {_pct(best['val_error'])} on the {selection}, more than "
+                   f"{100 * margin:.1f} points above the original's {_pct(full_error)} "
+                   f"({n_full} vectors)")
+            messages.append("warning: " + msg[10:])
+            warnings.warn(msg, UserWarning, stacklevel=2)
+    if best["method"] != "original" and X_train is not None:
+        uni = [i for i, r in enumerate(report["rows"]) if r["method"] == "uniform-svm"
+               and r["budget"] == best["budget"] and np.isfinite(r["val_error"])]
+        if not uni and (limit[0] is None or time.perf_counter() - t_start <= limit[0]):
+            run("uniform-svm", best["budget"], reference=True)
+            uni = [len(report["rows"]) - 1]
+        if uni and np.isfinite(report["rows"][uni[0]]["val_error"]) and \
+                best["val_error"] > report["rows"][uni[0]]["val_error"] + 1e-12:
+            u = report["rows"][uni[0]]
+            msg = (f"compress: the result ({best['method']}, error {_pct(best['val_error'])}) "
+                   f"is worse than the uniform-subset Nystrom SVM of the same budget "
+                   f"({_pct(u['val_error'])}) on the {selection}")
+            messages.append("warning: " + msg[10:])
+            warnings.warn(msg, UserWarning, stacklevel=2)
+    messages.append(f"chosen: {best['method']} ({best['variant'] or 'as is'}), "
+                    f"{best['n_vectors']} vectors, error {_pct(best['val_error'])}, agreement "
+                    f"with the original {_pct(best['agreement'])} on the "
+                    + ("validation data" if X_val is not None else "training data"))
+    clf = built[chosen]
+    out = CompressedClassifier(estimator=None, n_vectors=int(best["budget"]),
+                               method=best["method"] if best["method"] in _RS_METHODS else
+                               "construct", shared="auto",
+                               refit_intercept="refit" in best["variant"],
+                               random_state=seed)
+    out.expansion_ = clf.expansion
+    out.classes_ = classes
+    out.scheme_ = clf.scheme
+    out.decision_function_shape_ = clf.decision_function_shape
+    out.break_ties_ = bool(clf.break_ties)
+    out.vote_ = clf.vote
+    out.n_features_in_ = int(psi.n_features)
+    out.n_vectors_ = int(clf.expansion.compress().n_terms)
+    out.n_support_vectors_ = n_full
+    out.objective_ = float("nan")
+    out.relative_objective_ = float("nan")
+    out.n_iter_ = 1
+    out.compress_report_ = report
+    return out
