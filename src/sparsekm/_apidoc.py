@@ -37,7 +37,7 @@ MODULES = (
     "sparsekm.approx.randomized.error_bounds",
     "sparsekm.approx.randomized.eigensolver",
     "sparsekm.approx.randomized.rounding",
-    "sparsekm.direct",
+    "sparsekm.sparse_learning",
     "sparsekm.geometry",
     "sparsekm.datasets",
     "sparsekm.persistence",

@@ -656,11 +656,11 @@ def approx_kfd_distributed(gammas, labels, cholesky, C, client, owner="ApproxKFD
 
     Two map-reduces: the per-class counts and sums of the rows of ``A = Gamma L_r^T``
     (the class means), then the per-class centred scatter ``sum (A - mu)^T (A - mu)``
-    -- the in-memory :func:`~sparsekm.models.kfd.fisher_scatter`, summed by partition.
+    -- the in-memory :func:`~sparsekm.approx.fisher.fisher_scatter`, summed by partition.
     """
     import dask
 
-    from ..models.kfd import _threshold, kfd_solve
+    from .fisher import fisher_threshold, kfd_solve
 
     Lr = np.asarray(cholesky, dtype=np.float64)
     sums = _run(client, client.compute([dask.delayed(_class_sums)(g, y, Lr)
@@ -674,7 +674,7 @@ def approx_kfd_distributed(gammas, labels, cholesky, C, client, owner="ApproxKFD
     N = sum(s[0] for s in scat) / counts[0] + sum(s[1] for s in scat) / counts[1]
     d = means[0] - means[1]
     coef = kfd_solve(N, d, C)
-    return coef, _threshold(coef, means), counts
+    return coef, fisher_threshold(coef, means), counts
 
 
 def squared_hinge_objective(theta, G, y, C):
@@ -766,9 +766,7 @@ def squared_hinge_lbfgs_distributed(gammas, labels, C, m, client, *, max_iter=10
 
 def _fit_basis(est, X, owner, keep_factor="auto", callback=None):
     """Shared start of the models' dask fits: checks, classes, ``m`` and the greedy basis."""
-    from ..models._base import resolve_n_basis
-    from ..models.approx_svm import _check_basis_not_empty
-    from .greedy import GreedyBasis, _checked_kernel
+    from .greedy import GreedyBasis, _check_basis_not_empty, _checked_kernel, resolve_n_basis
 
     X = check_dask_rows(X, owner)
     client = get_client(owner=owner)

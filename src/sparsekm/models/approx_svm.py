@@ -17,7 +17,7 @@ import numpy as np
 from scipy.linalg import solve_triangular
 from sklearn.svm import SVC, LinearSVC
 
-from ..approx.greedy import GreedyBasis, _checked_kernel
+from ..approx.greedy import GreedyBasis, _check_basis_not_empty, _checked_kernel
 from ..expansion import KernelExpansion
 from ..parallel import is_dask_array
 from ..persistence import register, spec
@@ -113,14 +113,6 @@ def linear_svm_on_coordinates(Gamma, y, C, *, solver="smo", tol=1e-3, max_iter=-
             max_iter=1000 if max_iter == -1 else max_iter)
         return w, b, None, None
     raise ValueError(f"solver must be one of {_SOLVERS}; got {solver!r}.")
-
-
-def _check_basis_not_empty(basis, owner):
-    if basis.n_basis_ == 0:
-        raise ValueError(
-            f"{owner}: the greedy basis is empty, every residual k(x, x) is below "
-            f"tol={basis.tol!r} (kernel values are tiny at this input scale). Lower tol or "
-            "rescale X.")
 
 
 @register

@@ -1,6 +1,6 @@
 """Direct sparse kernel classifiers (Wu, Schölkopf, Bakır, JMLR 2006).
 
-Thin scikit-learn shells over :mod:`sparsekm.direct`:
+Thin scikit-learn shells over :mod:`sparsekm.sparse_learning`:
 
 * :class:`SparseLargeMarginClassifier` (alias :data:`SLMC`) -- the SVM with the
   extra constraint ``w = sum_j beta_j Phi(z_j)`` (eq. 20-23), ``Z`` learned by
@@ -12,7 +12,7 @@ Thin scikit-learn shells over :mod:`sparsekm.direct`:
 * :class:`ModifiedRS` -- reduced-set vectors, coefficients by eq. 45 (section 4.1).
 
 All of them compute their coefficients with the one fixed-``Z`` solver
-:func:`sparsekm.direct.fixed_z_svm`. Multi-class problems are solved one-vs-rest;
+:func:`sparsekm.sparse_learning.fixed_z_svm`. Multi-class problems are solved one-vs-rest;
 ``expansion_`` then has one column per class (the ``Z`` of all binary problems
 stacked, each column non-zero on its own block). The binary problems run in
 parallel through joblib with ``n_jobs`` (see :mod:`sparsekm.parallel`); every
@@ -31,12 +31,13 @@ from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
-from .. import direct
+from .. import sparse_learning
 from ..backend import resident, solver_kernel
 from ..expansion import KernelExpansion
 from ..kernels import estimator_kernel
 from ..parallel import dask_rowwise, parallel_map
 from ..persistence import register, spec
+from ..sparse_learning.fixed_z import _check_Z
 from ..utils.progress import progress
 from ..utils.validation import check_array, check_scalar, validate_X
 
@@ -76,8 +77,8 @@ def _warn_if_stopped(est, infos):
 
 def _solve_fixed(X, y, Z, kernel, C, features="whitened"):
     """The shared fixed-Z solver on the distinct (x, y) pairs (exactly equivalent)."""
-    Xu, yu, counts = direct.aggregate_duplicates(X, y)
-    return direct.fixed_z_svm(Xu, yu, Z, kernel, C, features=features, tol=1e-6,
+    Xu, yu, counts = sparse_learning.aggregate_duplicates(X, y)
+    return sparse_learning.fixed_z_svm(Xu, yu, Z, kernel, C, features=features, tol=1e-6,
                               on_singular="pinv", sample_weight=counts)
 
 
@@ -184,10 +185,10 @@ class _DirectSparseBase(ClassifierMixin, BaseEstimator):
         self.duality_gap_ = np.array([info.get("gap", np.nan) for info in infos])
 
     def _initial_Z(self, X, n_vectors, rng, init="random"):
-        uniq = direct.unique_rows(X)
+        uniq = sparse_learning.unique_rows(X)
         n_vectors = self._check_n_vectors(uniq.size)
         if not isinstance(init, str):
-            Z0 = direct._check_Z(init, X.shape[1])
+            Z0 = _check_Z(init, X.shape[1])
             if Z0.shape[0] != n_vectors:
                 raise ValueError(
                     f"init has {Z0.shape[0]} rows but n_vectors={n_vectors}; an initial Z must "
@@ -287,13 +288,13 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
         Multi-class only (not in the paper): one set of ``n_vectors`` XVs shared by
         all one-vs-rest problems, each keeping its own ``beta_c`` and ``b_c``. ``Z``
         minimises the sum of the per-class marginal functions, ``sum_c W_c(Z)``, with
-        the summed gradient of eq. 46 (:func:`sparsekm.direct.slmc_shared_optimize`).
+        the summed gradient of eq. 46 (:func:`sparsekm.sparse_learning.slmc_shared_optimize`).
         ``n_vectors`` is then the *total* number of XVs: a prediction costs
         ``n_vectors`` kernel evaluations for all classes together. ``init="kmeans"``
         (the paper's choice) clusters all training points; a shared reduced set
         (``construct(..., shared=True).expansion.vectors``) can be passed as ``init``.
     backend : {"numpy", "torch"} or None, default=None
-        Engine of the kernel sums during ``fit`` (:func:`sparsekm.direct.slmc_optimize`);
+        Engine of the kernel sums during ``fit`` (:func:`sparsekm.sparse_learning.slmc_optimize`);
         ``None``: :func:`sparsekm.config.get_config` ``["backend"]``. With ``"torch"``
         the training data goes to the configured device (``config["device"]``;
         ``None``: CUDA when available, else CPU) once per binary problem, and
@@ -386,7 +387,7 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
         max_iter, tol = self._iteration_params()
         # identical (x, class) pairs merged once; every one-vs-rest problem holds the same
         # X array, so K^{zx} is computed once per L-BFGS evaluation
-        Xu, cu, counts = direct.aggregate_duplicates(X, y_idx.astype(float))
+        Xu, cu, counts = sparse_learning.aggregate_duplicates(X, y_idx.astype(float))
         weights = None if np.all(counts == 1) else counts
         problems = [(Xu, np.where(cu == k, 1.0, -1.0), weights) for k in range(classes.size)]
         bar = progress(total=max_iter, desc="SLMC shared", disable=None if self.verbose else True)
@@ -397,14 +398,14 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
 
         engine = solver_kernel(kernel, self.backend)
         resident(engine, Xu)
-        res = direct.slmc_shared_optimize(problems, Z0, engine, float(self.C), max_iter=max_iter,
+        res = sparse_learning.slmc_shared_optimize(problems, Z0, engine, float(self.C), max_iter=max_iter,
                                           tol=tol, callback=callback)
         bar.close()
         # final coefficients at the optimised Z, each problem solved to a tight tolerance
         infos, betas, bs = [], [], []
         Kzx = engine(res.Z, Xu)
         for (Xc, yc, wc), warm in zip(problems, res.solution, strict=True):
-            sol = direct.fixed_z_svm(Xc, yc, res.Z, engine, float(self.C), tol=1e-6,
+            sol = sparse_learning.fixed_z_svm(Xc, yc, res.Z, engine, float(self.C), tol=1e-6,
                                      on_singular="pinv", Kzx=Kzx, warm_start=warm.alpha,
                                      sample_weight=wc)
             betas.append(sol.beta)
@@ -433,12 +434,12 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
         # one engine for the optimisation and the final solve: X goes to a torch device
         # once (aggregate_duplicates returns X itself when it has no duplicates)
         engine = solver_kernel(kernel, self.backend)
-        res = direct.slmc_optimize(X, y, Z0, engine, float(self.C), max_iter=max_iter, tol=tol,
+        res = sparse_learning.slmc_optimize(X, y, Z0, engine, float(self.C), max_iter=max_iter, tol=tol,
                                    callback=callback)
         bar.close()
         # final coefficients at the optimised Z, solved to a tight tolerance
-        Xu, yu, counts = direct.aggregate_duplicates(X, y)
-        sol = direct.fixed_z_svm(Xu, yu, res.Z, engine, float(self.C), tol=1e-6,
+        Xu, yu, counts = sparse_learning.aggregate_duplicates(X, y)
+        sol = sparse_learning.fixed_z_svm(Xu, yu, res.Z, engine, float(self.C), tol=1e-6,
                                  on_singular="pinv", warm_start=res.solution.alpha,
                                  sample_weight=counts)
         info = {"W": sol.W, "gap": sol.gap, "history": np.array(res.W_history),
@@ -529,7 +530,7 @@ class SparseKFD(_DirectSparseBase):
     def _fit_binary(self, X, y, kernel, start, k):
         Z0, max_iter, tol, mu = start
         bar = progress(total=max_iter, desc=f"SKFD {k}", disable=None if self.verbose else True)
-        res = direct.skfd_optimize(X, y, Z0, kernel, mu, max_iter=max_iter, tol=tol,
+        res = sparse_learning.skfd_optimize(X, y, Z0, kernel, mu, max_iter=max_iter, tol=tol,
                                    callback=lambda it, W: bar.update(1))
         bar.close()
         sol = _solve_fixed(X, y, res.Z, kernel, float(self.C))
@@ -707,8 +708,8 @@ class ModifiedRS(_DirectSparseBase):
         """The given ``Z``, or ``(n_vectors, seed)`` of the RS construction."""
         if self.Z is not None:
             Z = self.Z[k] if isinstance(self.Z, (list, tuple)) else self.Z
-            return direct._check_Z(Z, X.shape[1])
-        n_vectors = self._check_n_vectors(direct.unique_rows(X).size)
+            return _check_Z(Z, X.shape[1])
+        n_vectors = self._check_n_vectors(sparse_learning.unique_rows(X).size)
         return n_vectors, rng.randint(2**31 - 1)
 
     def _rs_vectors(self, X, y, kernel, start):
@@ -722,7 +723,7 @@ class ModifiedRS(_DirectSparseBase):
                 "construction); sparsekm.reduced_set.construct is not available in this build."
             ) from None
         n_vectors, seed = start
-        svm = direct.full_svm_expansion(X, y, kernel, float(self.C))
+        svm = sparse_learning.full_svm_expansion(X, y, kernel, float(self.C))
         reduced = construct(svm, n_vectors, random_state=seed)
         reduced = getattr(reduced, "expansion", reduced)
         return np.asarray(reduced.vectors)
