@@ -75,6 +75,11 @@ def _warn_if_stopped(est, infos):
         "verbose=True shows the progress.", ConvergenceWarning, stacklevel=4)
 
 
+def _restart_values(res):
+    """Final ``W`` of every restart of an L-BFGS result (one entry without restarts)."""
+    return np.array([res.fun]) if res.restarts is None else np.asarray(res.restarts)
+
+
 def _solve_fixed(X, y, Z, kernel, C, features="whitened"):
     """The shared fixed-Z solver on the distinct (x, y) pairs (exactly equivalent)."""
     Xu, yu, counts = sparse_learning.aggregate_duplicates(X, y)
@@ -274,7 +279,15 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
     max_iter : int, default=100
         Maximum number of L-BFGS iterations (per binary problem).
     tol : float, default=1e-6
-        L-BFGS stops when the relative decrease of ``W`` falls below ``tol``.
+        L-BFGS stops after the first iteration whose relative decrease of ``W``,
+        ``(W_{k-1} - W_k) / max(|W_{k-1}|, |W_k|)``, is at most ``tol``.
+    n_init : int >= 1, default=1
+        Restarts (not in the paper): L-BFGS runs from ``n_init`` initial ``Z`` (drawn by
+        ``init``: other random points or other k-means seeds) and keeps, per binary
+        problem (or for the shared problem), the run with the lowest final ``W(Z)``,
+        the objective the paper minimises. ``W(Z)`` is nonconvex in ``Z``, so this makes
+        the result depend less on one start. Needs ``init="random"`` or ``"kmeans"``
+        when above 1; costs about ``n_init`` times the time.
     random_state : int, RandomState or None, default=None
     verbose : bool, default=False
         Show a progress bar over L-BFGS iterations.
@@ -314,7 +327,10 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
         ``W(Z)`` at the start and after every L-BFGS iteration, per binary problem
         (``shared=True``: one array, the summed ``W``).
     n_iter_ : ndarray of shape (n_problems,)
-        L-BFGS iterations (``shared=True``: one entry).
+        L-BFGS iterations (``shared=True``: one entry) of the kept run.
+    restart_objectives_ : list of ndarray
+        Final ``W(Z)`` of every restart, per binary problem (``shared=True``: one
+        array); the kept run is the lowest.
     duality_gap_ : ndarray of shape (n_problems,)
         Relative duality gap of the final inner SVM.
     n_features_in_ : int
@@ -340,11 +356,14 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
     # (shared=True: one L-BFGS run, so one history and one iteration count)
     _persist_attrs = {**_DirectSparseBase._persist_attrs,
                       "W_history_": spec.list(spec.array("f", (None,)), length="n_runs"),
-                      "n_iter_": spec.array("iu", ("n_runs",))}
+                      "n_iter_": spec.array("iu", ("n_runs",)),
+                      "restart_objectives_": spec.list(spec.array("f", (None,)),
+                                                       length="n_runs", optional=True)}
 
     def __init__(self, n_vectors=10, C=1.0, kernel=None, init="random", max_iter=100, tol=1e-6,
                  random_state=None, verbose=False, n_jobs=None,
-                 gamma="scale", degree=3, coef0=0.0, shared=False, backend=None):
+                 gamma="scale", degree=3, coef0=0.0, shared=False, backend=None, n_init=1):
+        self.n_init = n_init
         self.n_vectors = n_vectors
         self.C = C
         self.kernel = kernel
@@ -383,7 +402,7 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
         if classes.size == 2:
             return super().fit(X, y)
         rng = check_random_state(self.random_state)
-        Z0 = self._initial_Z(X, self.n_vectors, rng, self.init)
+        Z0 = self._starts(X, rng)
         max_iter, tol = self._iteration_params()
         # identical (x, class) pairs merged once; every one-vs-rest problem holds the same
         # X array, so K^{zx} is computed once per L-BFGS evaluation
@@ -398,16 +417,16 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
 
         engine = solver_kernel(kernel, self.backend)
         resident(engine, Xu)
-        res = sparse_learning.slmc_shared_optimize(problems, Z0, engine, float(self.C), max_iter=max_iter,
-                                          tol=tol, callback=callback)
+        res = sparse_learning.slmc_shared_optimize(problems, Z0, engine, float(self.C),
+                                                   max_iter=max_iter, tol=tol, callback=callback)
         bar.close()
         # final coefficients at the optimised Z, each problem solved to a tight tolerance
         infos, betas, bs = [], [], []
         Kzx = engine(res.Z, Xu)
         for (Xc, yc, wc), warm in zip(problems, res.solution, strict=True):
             sol = sparse_learning.fixed_z_svm(Xc, yc, res.Z, engine, float(self.C), tol=1e-6,
-                                     on_singular="pinv", Kzx=Kzx, warm_start=warm.alpha,
-                                     sample_weight=wc)
+                                              on_singular="pinv", Kzx=Kzx,
+                                              warm_start=warm.alpha, sample_weight=wc)
             betas.append(sol.beta)
             bs.append(sol.intercept)
             infos.append({"W": sol.W, "gap": sol.gap})
@@ -417,11 +436,21 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
         # one L-BFGS run over the shared Z: one history, one iteration count
         self.W_history_ = [np.array(res.W_history)]
         self.n_iter_ = np.array([res.n_iter])
+        self.restart_objectives_ = [_restart_values(res)]
         _warn_if_stopped(self, [{"stopped": _stopped_at_max_iter(res, max_iter)}])
         return self
 
+    def _starts(self, X, rng):
+        """The initial ``Z``: one array, or a list of ``n_init`` (restarts)."""
+        n_init = check_scalar(self.n_init, "n_init", type(self).__name__, kind="int", lower=1)
+        if n_init > 1 and not isinstance(self.init, str):
+            raise ValueError(f"n_init={n_init} restarts need init='random' or 'kmeans' (a given "
+                             "initial Z is one start); use n_init=1 with an array init.")
+        starts = [self._initial_Z(X, self.n_vectors, rng, self.init) for _ in range(n_init)]
+        return starts[0] if n_init == 1 else starts
+
     def _draw(self, X, y, kernel, rng, k):
-        return (self._initial_Z(X, self.n_vectors, rng, self.init),) + self._iteration_params()
+        return (self._starts(X, rng),) + self._iteration_params()
 
     def _fit_binary(self, X, y, kernel, start, k):
         Z0, max_iter, tol = start
@@ -434,22 +463,24 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
         # one engine for the optimisation and the final solve: X goes to a torch device
         # once (aggregate_duplicates returns X itself when it has no duplicates)
         engine = solver_kernel(kernel, self.backend)
-        res = sparse_learning.slmc_optimize(X, y, Z0, engine, float(self.C), max_iter=max_iter, tol=tol,
-                                   callback=callback)
+        res = sparse_learning.slmc_optimize(X, y, Z0, engine, float(self.C), max_iter=max_iter,
+                                            tol=tol, callback=callback)
         bar.close()
         # final coefficients at the optimised Z, solved to a tight tolerance
         Xu, yu, counts = sparse_learning.aggregate_duplicates(X, y)
         sol = sparse_learning.fixed_z_svm(Xu, yu, res.Z, engine, float(self.C), tol=1e-6,
-                                 on_singular="pinv", warm_start=res.solution.alpha,
-                                 sample_weight=counts)
+                                          on_singular="pinv", warm_start=res.solution.alpha,
+                                          sample_weight=counts)
         info = {"W": sol.W, "gap": sol.gap, "history": np.array(res.W_history),
-                "n_iter": res.n_iter, "stopped": _stopped_at_max_iter(res, max_iter)}
+                "n_iter": res.n_iter, "stopped": _stopped_at_max_iter(res, max_iter),
+                "restarts": _restart_values(res)}
         return res.Z, sol.beta, sol.intercept, info
 
     def _store_info(self, infos):
         super()._store_info(infos)
         self.W_history_ = [info["history"] for info in infos]
         self.n_iter_ = np.array([info["n_iter"] for info in infos])
+        self.restart_objectives_ = [info["restarts"] for info in infos]
         _warn_if_stopped(self, infos)
 
 

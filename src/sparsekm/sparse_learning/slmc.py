@@ -14,7 +14,7 @@ import numpy as np
 from ..backend import DeviceKernel, resident, solver_kernel, take
 from ..kernels import Kernel
 from ..utils.validation import check_array
-from ._lbfgs import OptimizeResult, _lbfgs_over_Z
+from ._lbfgs import OptimizeResult, _lbfgs_over_Z, best_of_restarts
 from .fixed_z import _check_C, _check_Z, aggregate_duplicates, fixed_z_svm
 
 __all__ = [
@@ -74,14 +74,19 @@ def slmc_optimize(X, y, Z0, kernel, C, *, max_iter=100, tol=1e-6, svm_tol=1e-4, 
     ----------
     X : ndarray of shape (n_samples, n_features)
     y : ndarray of shape (n_samples,) in {-1, +1}
-    Z0 : ndarray of shape (n_vectors, n_features)
-        Initial expansion vectors.
+    Z0 : ndarray of shape (n_vectors, n_features), or a list of them
+        Initial expansion vectors. A list (or an array of shape
+        ``(n_starts, n_vectors, n_features)``) gives restarts: each start is optimised
+        and the run with the lowest final ``W(Z)`` is returned (its ``restarts`` holds
+        every run's value).
     kernel : Kernel
     C : float
     max_iter : int
         Maximum number of L-BFGS iterations.
     tol : float
-        Relative decrease of ``W`` below which L-BFGS stops (scipy's ``ftol``).
+        L-BFGS stops after the first iteration whose relative decrease of ``W``,
+        ``(W_{k-1} - W_k) / max(|W_{k-1}|, |W_k|)``, is at most ``tol``
+        (:func:`~sparsekm.utils.optimize.lbfgs_relative`).
     svm_tol : float
         Tolerance of libsvm in the inner SVM (when it is used, see ``solver``).
     warm_start : bool
@@ -107,7 +112,7 @@ def slmc_optimize(X, y, Z0, kernel, C, *, max_iter=100, tol=1e-6, svm_tol=1e-4, 
         (``W`` at the start and after every L-BFGS iteration; non-increasing).
     """
     X, y, counts = aggregate_duplicates(X, y)
-    Z0 = _check_Z(Z0, X.shape[1], "Z0")
+    starts = [_check_Z(z, X.shape[1], "Z0") for z in _starts(Z0)]
     weights = None if np.all(counts == 1) else counts
     warm = {"alpha": None}
     kernel = solver_kernel(kernel, backend, device)
@@ -120,7 +125,25 @@ def slmc_optimize(X, y, Z0, kernel, C, *, max_iter=100, tol=1e-6, svm_tol=1e-4, 
             warm["alpha"] = sol.alpha
         return sol.W, slmc_gradient(X, y, Z, kernel, sol.alpha, sol.beta), sol
 
-    return _lbfgs_over_Z(fun, np.array(Z0, dtype=float), max_iter, tol, callback)
+    return _restarts(fun, starts, max_iter, tol, callback, warm)
+
+
+def _starts(Z0):
+    """``Z0`` as a list of initial ``Z`` (several: restarts)."""
+    if isinstance(Z0, np.ndarray):
+        return list(Z0) if Z0.ndim == 3 else [Z0]
+    if isinstance(Z0, list | tuple) and len(Z0) and np.ndim(Z0[0]) == 2:
+        return list(Z0)
+    return [Z0]
+
+
+def _restarts(fun, starts, max_iter, tol, callback, warm):
+    """L-BFGS from every start (the inner SVM's warm start reset), the best by ``W``."""
+    runs = []
+    for Z0 in starts:
+        warm["alpha"] = None
+        runs.append(_lbfgs_over_Z(fun, np.array(Z0, dtype=float), max_iter, tol, callback))
+    return runs[0] if len(runs) == 1 else best_of_restarts(runs)
 
 
 # -- shared expansion vectors for several binary problems (multi-class SLMC) -----------
@@ -238,7 +261,7 @@ def slmc_shared_optimize(problems, Z0, kernel, C, *, max_iter=100, tol=1e-6, svm
         one-vs-rest problem so that ``K^{zx}`` is computed once per evaluation.
     Z0 : ndarray of shape (n_vectors, n_features)
         Initial shared expansion vectors (k-means centres, the paper's choice, or a
-        shared reduced set).
+        shared reduced set); a list of them gives restarts, as in :func:`slmc_optimize`.
     kernel : Kernel
     C : float
     max_iter, tol, svm_tol, warm_start, callback, solver, backend, device
@@ -255,7 +278,7 @@ def slmc_shared_optimize(problems, Z0, kernel, C, *, max_iter=100, tol=1e-6, svm
     if not isinstance(kernel, Kernel | DeviceKernel):
         raise TypeError(f"kernel must be a sparsekm.kernels.Kernel; got {type(kernel).__name__}.")
     C = _check_C(C, "slmc_shared_optimize")
-    Z0 = _check_Z(Z0, problems[0][0].shape[1], "Z0")
+    starts = [_check_Z(z, problems[0][0].shape[1], "Z0") for z in _starts(Z0)]
     warm = {"alpha": None}
     kernel = solver_kernel(kernel, backend, device)
     for Xc, _, _ in problems:
@@ -268,4 +291,4 @@ def slmc_shared_optimize(problems, Z0, kernel, C, *, max_iter=100, tol=1e-6, svm
             warm["alpha"] = [s.alpha for s in sols]
         return value, grad, sols
 
-    return _lbfgs_over_Z(fun, np.array(Z0, dtype=float), max_iter, tol, callback)
+    return _restarts(fun, starts, max_iter, tol, callback, warm)
