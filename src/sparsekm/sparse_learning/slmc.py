@@ -15,7 +15,14 @@ from ..backend import DeviceKernel, resident, solver_kernel, take
 from ..kernels import Kernel
 from ..utils.validation import check_array
 from ._lbfgs import OptimizeResult, _lbfgs_over_Z, best_of_restarts
-from .fixed_z import _check_C, _check_Z, aggregate_duplicates, fixed_z_svm
+from .fixed_z import (
+    _check_C,
+    _check_Z,
+    _solve_features,
+    aggregate_duplicates,
+    fixed_z_svm,
+    whitening_transform,
+)
 
 __all__ = [
     "slmc_objective",
@@ -186,13 +193,14 @@ def _shared_value_grad(problems, Z, kernel, C, warm, *, solver="auto", svm_tol=1
     sols = []
     total = 0.0
     groups = {}
+    T = whitening_transform(kernel(Z), on_singular="pinv")  # once for all problems
     for c, (Xc, yc, wc) in enumerate(problems):
         key = id(Xc)
         if key not in groups:
-            groups[key] = [Xc, kernel(Z, Xc), []]
-        sol = fixed_z_svm(Xc, yc, Z, kernel, C, tol=svm_tol, on_singular="pinv",
-                          Kzx=groups[key][1], warm_start=None if warm is None else warm[c],
-                          sample_weight=wc, solver=solver)
+            groups[key] = [Xc, (T @ kernel(Z, Xc)).T, []]  # whitened features, eq. 41-43
+        sol = _solve_features(groups[key][1], T, yc, C, tol=svm_tol,
+                              warm_start=None if warm is None else warm[c], sample_weight=wc,
+                              solver=solver, features="whitened")
         groups[key][2].append(c)
         sols.append(sol)
         total += sol.W
