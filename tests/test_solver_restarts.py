@@ -116,3 +116,51 @@ def test_phase2_stops_on_relative_change():
     assert tight.objective <= loose.objective * (1 + 1e-12) <= loose.objective_path[0]
     with pytest.raises(ValueError, match="tol"):
         refine(psi, start, tol=-1.0)
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_working_set_inner_svm_gives_the_same_slmc(monkeypatch, shared):
+    # the working-set interior point is exact (KKT checked on every sample): the L-BFGS
+    # path over Z is the one of the interior point on all samples, to rounding
+    from sparsekm.sparse_learning import fixed_z
+
+    X, y = make_blobs(400, centers=3, cluster_std=2.0, random_state=5)
+    kw = dict(n_vectors=6, C=10.0, kernel=RBF(0.2), init="kmeans", max_iter=8, shared=shared,
+              random_state=0)
+    counts = {"ws": 0}
+    original = fixed_z._ipm_working_set
+
+    def counting(*a, **k):
+        counts["ws"] += 1
+        return original(*a, **k)
+
+    monkeypatch.setattr(fixed_z, "_ipm_working_set", counting)
+    fast = SLMC(**kw).fit(X, y)
+    monkeypatch.setattr(fixed_z, "_WORKING_SET", False)
+    full = SLMC(**kw).fit(X, y)
+    assert counts["ws"] > 0  # the working-set path did run
+    for a, b in zip(fast.W_history_, full.W_history_, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-7)
+    np.testing.assert_allclose(fast.expansion_.vectors, full.expansion_.vectors, rtol=1e-6,
+                               atol=1e-8)
+    np.testing.assert_allclose(fast.objective_, full.objective_, rtol=1e-7)
+
+
+def test_patience_needs_consecutive_quiet_iterations():
+    rng = np.random.default_rng(1)
+    M = rng.normal(size=(30, 30))
+    H = M @ M.T / 30 + 1e-3 * np.eye(30)  # ill-conditioned: slow, uneven progress
+    x0 = rng.normal(size=30)
+    hist = []
+
+    def fun(x):
+        return 0.5 * x @ H @ x + 1.0, H @ x
+
+    tol = 1e-4
+    _, _, nit, msg, hist = lbfgs_relative(fun, x0, max_iter=500, tol=tol, gtol=0.0, patience=3)
+    h = np.concatenate([[fun(x0)[0]], hist])
+    quiet = (h[:-1] - h[1:]) <= tol * np.maximum(np.abs(h[:-1]), np.abs(h[1:]))
+    assert msg == RELATIVE_STOP and nit == len(hist)
+    assert quiet[-3:].all()  # stopped after three quiet iterations in a row ...
+    runs = np.convolve(quiet[:-1].astype(int), np.ones(3, dtype=int), mode="valid")
+    assert np.all(runs < 3)  # ... and not before

@@ -11,10 +11,11 @@ __all__ = ["lbfgs_relative"]
 RELATIVE_STOP = "CONVERGENCE: RELATIVE CHANGE OF THE OBJECTIVE <= tol"
 
 
-def lbfgs_relative(fun, x0, *, max_iter, tol, gtol=1e-12, maxcor=10, callback=None):
+def lbfgs_relative(fun, x0, *, max_iter, tol, gtol=1e-12, maxcor=10, callback=None,
+                   patience=1):
     """Minimise ``fun(x) -> (value, grad)`` by scipy's L-BFGS-B, stopping on the objective.
 
-    The run stops after the first iteration ``k`` with
+    The run stops after the first ``patience`` consecutive iterations ``k`` with
     ``f_{k-1} - f_k <= tol * max(|f_{k-1}|, |f_k|)`` (relative change of the objective,
     whatever its scale), after ``max_iter`` iterations, or on scipy's own gradient and
     line-search criteria. For ``|f| >= 1`` this is exactly scipy's ``ftol`` rule, which
@@ -35,6 +36,9 @@ def lbfgs_relative(fun, x0, *, max_iter, tol, gtol=1e-12, maxcor=10, callback=No
     maxcor : int
         L-BFGS memory.
     callback : callable ``callback(iteration, value)``, optional
+    patience : int >= 1, default=1
+        Consecutive iterations below ``tol`` needed to stop (``1``: scipy's rule; more
+        guards against one short step after a poor curvature estimate).
 
     Returns
     -------
@@ -47,7 +51,7 @@ def lbfgs_relative(fun, x0, *, max_iter, tol, gtol=1e-12, maxcor=10, callback=No
         The objective after every iteration (``x0``'s value not included).
     """
     history = []
-    state = {"prev": None}
+    state = {"prev": None, "quiet": 0}
 
     def cb(intermediate_result):
         f = float(intermediate_result.fun)
@@ -56,7 +60,11 @@ def lbfgs_relative(fun, x0, *, max_iter, tol, gtol=1e-12, maxcor=10, callback=No
             callback(len(history), f)
         prev, state["prev"] = state["prev"], f
         if prev is not None and tol > 0 and prev - f <= tol * max(abs(prev), abs(f)):
-            raise StopIteration
+            state["quiet"] += 1
+            if state["quiet"] >= patience:
+                raise StopIteration
+        else:
+            state["quiet"] = 0
 
     def f0(x):
         value, grad = fun(x)
