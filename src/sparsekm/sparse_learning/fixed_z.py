@@ -551,6 +551,15 @@ def fixed_z_svm(X, y, Z, kernel, C, *, features="whitened", tol=1e-5, on_singula
                            sample_weight=sample_weight, solver=solver, features=features)
 
 
+def _polish(F, y, C, method, solved):
+    """An interior-point solution made an exact KKT point by the active-set step, if it can."""
+    if solved is None:
+        return None, method
+    a, w, b = solved
+    polished = _active_set_svm(F, y, C, a, margin0=y * (F @ w + b))
+    return (solved, method) if polished is None else (polished, method + "+active-set")
+
+
 def _solve_features(F, T, y, C, *, tol, warm_start, sample_weight, solver, features):
     """The inner SVM of :func:`fixed_z_svm` on given features ``F = (T K^{zx})^T``.
 
@@ -574,21 +583,10 @@ def _solve_features(F, T, y, C, *, tol, warm_start, sample_weight, solver, featu
             solved, method = polished, "qp+active-set"
     if (solved is None and solver == "auto" and _WORKING_SET and warm_start is not None
             and F.shape[0] > _WS_MIN_FACTOR * (F.shape[1] + 1)):
-        solved = _ipm_working_set(F, y, Cvec, np.asarray(warm_start, dtype=float))
-        method = "ipm-ws"
-        if solved is not None:
-            a, w, b = solved
-            polished = _active_set_svm(F, y, Cvec, a, margin0=y * (F @ w + b))
-            if polished is not None:
-                solved, method = polished, "ipm-ws+active-set"
+        solved, method = _polish(F, y, Cvec, "ipm-ws",
+                                 _ipm_working_set(F, y, Cvec, np.asarray(warm_start, dtype=float)))
     if solved is None and solver == "auto":
-        solved = _ipm_svm(F, y, Cvec)
-        method = "ipm"
-        if solved is not None:
-            a, w, b = solved
-            polished = _active_set_svm(F, y, Cvec, a, margin0=y * (F @ w + b))
-            if polished is not None:
-                solved, method = polished, "ipm+active-set"
+        solved, method = _polish(F, y, Cvec, "ipm", _ipm_svm(F, y, Cvec))
     if solved is None:
         solved = _linear_svm(F, y, C, tol, sample_weight=sample_weight)
         method = "libsvm"
