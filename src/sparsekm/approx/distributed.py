@@ -703,10 +703,19 @@ def _sh_block(G, y, theta, C):
 def lbfgs_squared_hinge(loss_grad, m, *, max_iter=1000, tol=None, callback=None):
     """Minimise ``1/2 ||w||^2 + loss(w, b)`` by scipy's L-BFGS-B from ``w = 0, b = 0``.
 
-    ``loss_grad(theta)`` returns the data term and its gradient. Returns
-    ``(w, b, n_iter, n_evaluations)``.
+    ``loss_grad(theta)`` returns the data term and its gradient. ``tol=None`` runs to
+    scipy's ``ftol = 1e-15`` / ``gtol = 1e-10`` (in practice ``max_iter``); a float stops
+    once three consecutive iterations each change the objective by at most ``tol``
+    relative (:func:`~sparsekm.utils.optimize.lbfgs_relative`): the objective grows with
+    the number of rows, so a fixed iteration count converges less the more rows there are.
+    Returns ``(w, b, n_iter, n_evaluations)``.
     """
+    from ..utils.optimize import lbfgs_relative
+
+    n_evals = [0]
+
     def fun(theta):
+        n_evals[0] += 1
         loss, grad = loss_grad(theta)
         w = theta[:-1]
         grad = grad.copy()
@@ -714,10 +723,14 @@ def lbfgs_squared_hinge(loss_grad, m, *, max_iter=1000, tol=None, callback=None)
         return 0.5 * float(w @ w) + loss, grad
 
     theta0 = np.zeros(m + 1)
+    if tol is not None:
+        x, _, nit, _, _ = lbfgs_relative(fun, theta0, max_iter=int(max_iter), tol=tol,
+                                         gtol=1e-10, maxcor=20, patience=3,
+                                         callback_x=callback)
+        return x[:-1].copy(), float(x[-1]), nit, n_evals[0]
     res = optimize.minimize(fun, theta0, jac=True, method="L-BFGS-B", callback=callback,
                             options={"maxiter": int(max_iter), "maxcor": 20,
-                                     "ftol": 1e-15 if tol is None else tol,
-                                     "gtol": 1e-10 if tol is None else tol})
+                                     "ftol": 1e-15, "gtol": 1e-10})
     return res.x[:-1].copy(), float(res.x[-1]), int(res.nit), int(res.nfev)
 
 

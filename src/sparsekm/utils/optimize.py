@@ -12,7 +12,7 @@ RELATIVE_STOP = "CONVERGENCE: RELATIVE CHANGE OF THE OBJECTIVE <= tol"
 
 
 def lbfgs_relative(fun, x0, *, max_iter, tol, gtol=1e-12, maxcor=10, callback=None,
-                   patience=1):
+                   patience=1, callback_x=None):
     """Minimise ``fun(x) -> (value, grad)`` by scipy's L-BFGS-B, stopping on the objective.
 
     The run stops after the first ``patience`` consecutive iterations ``k`` with
@@ -58,6 +58,8 @@ def lbfgs_relative(fun, x0, *, max_iter, tol, gtol=1e-12, maxcor=10, callback=No
         history.append(f)
         if callback is not None:
             callback(len(history), f)
+        if callback_x is not None:
+            callback_x(np.copy(intermediate_result.x))
         prev, state["prev"] = state["prev"], f
         if prev is not None and tol > 0 and prev - f <= tol * max(abs(prev), abs(f)):
             state["quiet"] += 1
