@@ -145,7 +145,8 @@ def run(sizes, schemes, budgets, method, out_path):
 
 
 def fit_exponents(results):
-    """Least-squares exponents of ``compress_s ~ n_sv^a`` and ``svc_fit_s ~ n_train^b``."""
+    """Least-squares log-log exponents: compress and SVC-fit seconds against n_sv, n_train
+    (per scheme, budget, method) and against the budget (per n_train, scheme, method)."""
     rows = results["rows"]
     out = {}
     for key, xname, yname in (("compress_vs_n_sv", "n_sv", "compress_s"),
@@ -164,6 +165,16 @@ def fit_exponents(results):
             slope = float(np.polyfit(lx, ly, 1)[0])
             fits[f"{scheme}/{budget}/{method}"] = {"exponent": slope, "n_points": len(pts)}
         out[key] = fits
+    per = {}
+    for r in rows:  # cost against the budget, at fixed training set and scheme
+        per.setdefault((r["n_train"], r["scheme"], r["method"]), []).append(
+            (r["budget"], r["compress_s"]))
+    out["compress_vs_budget"] = {
+        f"{n}/{scheme}/{method}": {
+            "exponent": float(np.polyfit(np.log([p[0] for p in pts]),
+                                         np.log([p[1] for p in pts]), 1)[0]),
+            "n_points": len(pts)}
+        for (n, scheme, method), pts in per.items() if len({p[0] for p in pts}) >= 2}
     return out
 
 
