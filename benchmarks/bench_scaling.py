@@ -24,7 +24,7 @@ Expected costs (``d`` = input dimension; derivations in ``docs/performance.md``)
   Proposition 8's ``beta`` and a per-step overhead:
   ``T = c1 I N + c2 N N_z^2 + c3 N^2 + c4 N_z`` at fixed ``d``. Each fixed-point
   iteration costs ``O(n_init N d)``: linear in ``N``, independent of ``N_z``.
-* **SLMC** (``direct.slmc_optimize``), ``N`` training points, ``N_z`` expansion vectors:
+* **SLMC** (``sparse_learning.slmc_optimize``), ``N`` training points, ``N_z`` expansion vectors:
   per evaluation of ``W(Z)`` and its gradient (eq. 44, 46) ``K(Z, X)`` in
   ``O(N N_z d)``, the whitening eigendecomposition ``O(N_z^3)``, the whitened
   features ``O(N N_z^2)``, the inner linear SVM (interior point: Newton steps of
@@ -262,7 +262,7 @@ def bench_rs(grid, repeat, seed, data):
 
 # -- SLMC ---------------------------------------------------------------------------------
 def bench_slmc(grid, repeat, seed, data):
-    from sparsekm import direct
+    from sparsekm import sparse_learning
     from sparsekm.kernels import RBF
 
     X_all, y_all, gamma = data
@@ -286,13 +286,13 @@ def bench_slmc(grid, repeat, seed, data):
             N, nz = (x, grid["Nz_fixed"]) if axis == "N" else (grid["N_fixed"], x)
             X, y = X_all[:N], y_all[:N]
             Z0 = X[np.sort(np.random.default_rng(seed).choice(N, nz, replace=False))]
-            r, w, c = timed(lambda X=X, y=y, Z0=Z0: direct.slmc_optimize(
+            r, w, c = timed(lambda X=X, y=y, Z0=Z0: sparse_learning.slmc_optimize(
                 X, y, Z0, kernel, C, max_iter=grid["max_iter"], tol=0.0), repeat)
             walls.append(w / r.n_evals)
             cpus.append(c / r.n_evals)
             evals.append(int(r.n_evals))
             iters.append(int(r.n_iter))
-            svm_s, methods = _inner_svm_share(direct, X, y, Z0, kernel, C, grid["max_iter"])
+            svm_s, methods = _inner_svm_share(X, y, Z0, kernel, C, grid["max_iter"])
             inner.append(svm_s)
             inner_methods.append(methods)
             print(f"slmc {axis}={x}: {c / r.n_evals * 1e3:.2f} CPU ms per evaluation "
@@ -314,14 +314,16 @@ def bench_slmc(grid, repeat, seed, data):
     return _joint_model(res)
 
 
-def _inner_svm_share(direct, X, y, Z0, kernel, C, max_iter):
-    """CPU seconds per evaluation spent in the inner SVM (``direct.fixed_z_svm``).
+def _inner_svm_share(X, y, Z0, kernel, C, max_iter):
+    """CPU seconds per evaluation spent in the inner SVM (``sparse_learning.fixed_z_svm``).
 
     A separate, instrumented run (the wrappers are removed afterwards); also counts
     which solver path each inner solve took (interior point, warm active set, ...)
     and the interior-point Newton steps (one Cholesky factorisation each).
     """
-    original, original_linalg = direct.fixed_z_svm, direct.linalg
+    from sparsekm.sparse_learning import fixed_z, slmc
+
+    original, original_linalg = slmc.fixed_z_svm, fixed_z.linalg
     spent, methods = [0.0], {}
 
     class CountingLinalg:
@@ -341,11 +343,11 @@ def _inner_svm_share(direct, X, y, Z0, kernel, C, max_iter):
         methods[sol.extra["method"]] = methods.get(sol.extra["method"], 0) + 1
         return sol
 
-    direct.fixed_z_svm, direct.linalg = wrapped, CountingLinalg()
+    slmc.fixed_z_svm, fixed_z.linalg = wrapped, CountingLinalg()
     try:
-        r = direct.slmc_optimize(X, y, Z0, kernel, C, max_iter=max_iter, tol=0.0)
+        r = slmc.slmc_optimize(X, y, Z0, kernel, C, max_iter=max_iter, tol=0.0)
     finally:
-        direct.fixed_z_svm, direct.linalg = original, original_linalg
+        slmc.fixed_z_svm, fixed_z.linalg = original, original_linalg
     methods["newton_steps_per_evaluation"] = CountingLinalg.n_cholesky / r.n_evals
     return spent[0] / r.n_evals, methods
 

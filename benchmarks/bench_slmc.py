@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 from sklearn.svm import SVC
 
-from sparsekm import direct
+from sparsekm import sparse_learning as sl
 from sparsekm.datasets import IDA_SVM_PARAMS, load_ida, load_usps
 from sparsekm.kernels import RBF
 from sparsekm.models import SLMC
@@ -61,9 +61,9 @@ def bench_banana(splits=range(1, 11), ratio=0.10):
         t_ours, c_ours = time.perf_counter() - t, time.process_time() - c
         # the plain reference: same initial Z, cold libsvm at every step
         rng = np.random.RandomState(split)
-        Z0 = X[np.sort(rng.choice(direct.unique_rows(X), n_z, replace=False))]
+        Z0 = X[np.sort(rng.choice(sl.unique_rows(X), n_z, replace=False))]
         t, c = time.perf_counter(), time.process_time()
-        ref = direct.slmc_optimize(X, y, Z0, kernel, C, svm_tol=1e-3, warm_start=False,
+        ref = sl.slmc_optimize(X, y, Z0, kernel, C, svm_tol=1e-3, warm_start=False,
                                   solver="libsvm")
         t_ref, c_ref = time.perf_counter() - t, time.process_time() - c
         rows.append({

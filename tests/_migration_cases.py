@@ -98,7 +98,7 @@ def _construct_cases():
 
 
 def _direct_cases():
-    from sparsekm.direct import skfd_optimize, slmc_gradient, slmc_optimize
+    from sparsekm.sparse_learning import skfd_optimize, slmc_gradient, slmc_optimize
     from sparsekm.kernels import RBF, Polynomial
 
     out = {}

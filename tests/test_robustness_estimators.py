@@ -39,7 +39,8 @@ from sklearn.svm import SVC, SVR
 
 import sparsekm.approx
 import sparsekm.models
-from sparsekm import KernelExpansion, direct
+from sparsekm import KernelExpansion
+from sparsekm import sparse_learning as sl
 from sparsekm.approx import (
     GreedyBasis,
     gram_error_norm,
@@ -439,17 +440,17 @@ NONFINITE_CALLS = [
     ("fixed_point", "X_init", lambda v: fixed_point(_PSI, X_init=_bad(_X, v))),
     ("gradient", "z0", lambda v: gradient(_PSI, z0=_bad(_X[0], v))),
     ("preimage_objective", "Z", lambda v: preimage_objective(_PSI, _bad(_X[0], v))),
-    ("fixed_z_svm", "X", lambda v: direct.fixed_z_svm(_bad(_X, v), _Y, _X[:2], RBF(), 1.0)),
-    ("fixed_z_svm", "Z", lambda v: direct.fixed_z_svm(_X, _Y, _bad(_X[:2], v), RBF(), 1.0)),
-    ("fixed_z_svm", "y", lambda v: direct.fixed_z_svm(_X, _bad(_Y, v), _X[:2], RBF(), 1.0)),
-    ("fixed_z_svm", "C", lambda v: direct.fixed_z_svm(_X, _Y, _X[:2], RBF(), v)),
-    ("slmc_objective", "X", lambda v: direct.slmc_objective(_bad(_X, v), _Y, _X[:2], RBF(), 1.0)),
-    ("slmc_optimize", "X", lambda v: direct.slmc_optimize(_bad(_X, v), _Y, _X[:2], RBF(), 1.0)),
-    ("slmc_optimize", "Z0", lambda v: direct.slmc_optimize(_X, _Y, _bad(_X[:2], v), RBF(), 1.0)),
-    ("skfd_objective", "X", lambda v: direct.skfd_objective(_bad(_X, v), _Y, _X[:2], RBF(), 0.1)),
-    ("skfd_optimize", "Z0", lambda v: direct.skfd_optimize(_X, _Y, _bad(_X[:2], v), RBF(), 0.1)),
-    ("whitening_transform", "Kz", lambda v: direct.whitening_transform(_bad(_K[:2, :2], v))),
-    ("aggregate_duplicates", "X", lambda v: direct.aggregate_duplicates(_bad(_X, v), _Y)),
+    ("fixed_z_svm", "X", lambda v: sl.fixed_z_svm(_bad(_X, v), _Y, _X[:2], RBF(), 1.0)),
+    ("fixed_z_svm", "Z", lambda v: sl.fixed_z_svm(_X, _Y, _bad(_X[:2], v), RBF(), 1.0)),
+    ("fixed_z_svm", "y", lambda v: sl.fixed_z_svm(_X, _bad(_Y, v), _X[:2], RBF(), 1.0)),
+    ("fixed_z_svm", "C", lambda v: sl.fixed_z_svm(_X, _Y, _X[:2], RBF(), v)),
+    ("slmc_objective", "X", lambda v: sl.slmc_objective(_bad(_X, v), _Y, _X[:2], RBF(), 1.0)),
+    ("slmc_optimize", "X", lambda v: sl.slmc_optimize(_bad(_X, v), _Y, _X[:2], RBF(), 1.0)),
+    ("slmc_optimize", "Z0", lambda v: sl.slmc_optimize(_X, _Y, _bad(_X[:2], v), RBF(), 1.0)),
+    ("skfd_objective", "X", lambda v: sl.skfd_objective(_bad(_X, v), _Y, _X[:2], RBF(), 0.1)),
+    ("skfd_optimize", "Z0", lambda v: sl.skfd_optimize(_X, _Y, _bad(_X[:2], v), RBF(), 0.1)),
+    ("whitening_transform", "Kz", lambda v: sl.whitening_transform(_bad(_K[:2, :2], v))),
+    ("aggregate_duplicates", "X", lambda v: sl.aggregate_duplicates(_bad(_X, v), _Y)),
     ("greedy_basis", "X", lambda v: greedy_basis(_bad(_X, v), RBF(), 3)),
     ("pivoted_cholesky", "X", lambda v: pivoted_cholesky(_bad(_X, v), RBF(), 3)),
     ("GreedyBasis.partial_fit", "X",
@@ -721,7 +722,7 @@ def test_fixed_z_svm_finite_and_weakly_dual(data, n_z, C, features):
     if n < 2:
         return
     Z = X[np.arange(n_z) % n]  # may repeat rows: K^z singular
-    sol = clear_error_or(lambda: direct.fixed_z_svm(X, y, Z, kernel, C, features=features,
+    sol = clear_error_or(lambda: sl.fixed_z_svm(X, y, Z, kernel, C, features=features,
                                                     on_singular="pinv"))
     if sol is None:
         return
@@ -833,10 +834,10 @@ def test_empty_greedy_basis_is_a_clear_error():
 
 def test_fixed_z_svm_rejects_infinite_C_and_duplicated_Z():
     with pytest.raises(ValueError, match="'C' parameter of fixed_z_svm"):
-        direct.fixed_z_svm(_X, _Y, _X[:2], RBF(), np.inf)
-    with pytest.raises(direct.SingularKzError, match="duplicated"):
-        direct.fixed_z_svm(_X, _Y, np.vstack([_X[:2], _X[:1]]), RBF(), 1.0)
-    sol = direct.fixed_z_svm(_X, _Y, np.vstack([_X[:2], _X[:1]]), RBF(), 1.0,
+        sl.fixed_z_svm(_X, _Y, _X[:2], RBF(), np.inf)
+    with pytest.raises(sl.SingularKzError, match="duplicated"):
+        sl.fixed_z_svm(_X, _Y, np.vstack([_X[:2], _X[:1]]), RBF(), 1.0)
+    sol = sl.fixed_z_svm(_X, _Y, np.vstack([_X[:2], _X[:1]]), RBF(), 1.0,
                              on_singular="pinv")
     assert_finite(sol.beta)
     assert np.isfinite(sol.W)

@@ -6,7 +6,7 @@ from sklearn.datasets import make_blobs, make_moons
 from sklearn.svm import SVC
 
 import sparsekm
-from sparsekm import direct
+from sparsekm import sparse_learning as sl
 from sparsekm.kernels import RBF, Polynomial
 from sparsekm.models import (
     RSVM,
@@ -44,7 +44,7 @@ def test_fixed_z_matches_precomputed_kernel_svm(moons, C):
     X, y = moons
     k = RBF(1.0)
     Z = X[::15]
-    sol = direct.fixed_z_svm(X, y, Z, k, C, tol=1e-10)
+    sol = sl.fixed_z_svm(X, y, Z, k, C, tol=1e-10)
     Kzx = k(Z, X)
     Khat = Kzx.T @ np.linalg.solve(k(Z), Kzx)
     svc = SVC(kernel="precomputed", C=C, tol=1e-10).fit(Khat, y)
@@ -67,7 +67,7 @@ def test_fixed_z_empirical_is_rsvm(moons):
     X, y = moons
     k = RBF(1.0)
     Z = X[:10]
-    sol = direct.fixed_z_svm(X, y, Z, k, 10.0, features="empirical", tol=1e-10)
+    sol = sl.fixed_z_svm(X, y, Z, k, 10.0, features="empirical", tol=1e-10)
     svc = SVC(kernel="linear", C=10.0, tol=1e-10).fit(k(X, Z), y)
     # ours is polished to an exact KKT point; libsvm stops at its tolerance
     np.testing.assert_allclose(sol.beta, svc.coef_[0], rtol=1e-4, atol=1e-4)
@@ -79,10 +79,10 @@ def test_active_set_warm_start_matches_libsvm(moons):
     k = RBF(1.0)
     rng = np.random.default_rng(0)
     Z = X[:8]
-    sol = direct.fixed_z_svm(X, y, Z, k, 10.0, tol=1e-10)
+    sol = sl.fixed_z_svm(X, y, Z, k, 10.0, tol=1e-10)
     Z2 = Z + 1e-4 * rng.standard_normal(Z.shape)
-    warm = direct.fixed_z_svm(X, y, Z2, k, 10.0, warm_start=sol.alpha)
-    cold = direct.fixed_z_svm(X, y, Z2, k, 10.0, tol=1e-10)
+    warm = sl.fixed_z_svm(X, y, Z2, k, 10.0, warm_start=sol.alpha)
+    cold = sl.fixed_z_svm(X, y, Z2, k, 10.0, tol=1e-10)
     assert warm.extra["method"] == "active-set"
     np.testing.assert_allclose(warm.W, cold.W, rtol=1e-8)
     np.testing.assert_allclose(warm.beta, cold.beta, rtol=1e-4, atol=1e-6)
@@ -93,16 +93,16 @@ def test_singular_kz_raises(moons):
     X, y = moons
     Z = np.vstack([X[:3], X[:1]])
     with pytest.raises(ValueError, match="singular"):
-        direct.fixed_z_svm(X, y, Z, RBF(1.0), 1.0)
+        sl.fixed_z_svm(X, y, Z, RBF(1.0), 1.0)
     # pseudo-inverse mode gives the same answer as without the duplicate
-    a = direct.fixed_z_svm(X, y, Z, RBF(1.0), 1.0, on_singular="pinv", tol=1e-10)
-    b = direct.fixed_z_svm(X, y, X[:3], RBF(1.0), 1.0, tol=1e-10)
+    a = sl.fixed_z_svm(X, y, Z, RBF(1.0), 1.0, on_singular="pinv", tol=1e-10)
+    b = sl.fixed_z_svm(X, y, X[:3], RBF(1.0), 1.0, tol=1e-10)
     np.testing.assert_allclose(a.W, b.W, rtol=1e-6)
 
 
 def test_unique_rows():
     X = np.array([[1.0, 2.0], [0.0, 0.0], [1.0, 2.0], [3.0, 1.0]])
-    np.testing.assert_array_equal(direct.unique_rows(X), [0, 1, 3])
+    np.testing.assert_array_equal(sl.unique_rows(X), [0, 1, 3])
 
 
 # -- gradient (eq. 46) -----------------------------------------------------------------------
@@ -114,9 +114,9 @@ def test_slmc_gradient_matches_finite_differences(moons, kernel):
     rng = np.random.default_rng(3)
     Z = X[rng.choice(len(X), 5, replace=False)] + 0.05 * rng.standard_normal((5, 2))
     C = 5.0
-    sol = direct.fixed_z_svm(X, y, Z, kernel, C, tol=1e-12)
-    G = direct.slmc_gradient(X, y, Z, kernel, sol.alpha, sol.beta)
-    Gfd = _fd_gradient(lambda Zp: direct.fixed_z_svm(X, y, Zp, kernel, C, tol=1e-12).W, Z)
+    sol = sl.fixed_z_svm(X, y, Z, kernel, C, tol=1e-12)
+    G = sl.slmc_gradient(X, y, Z, kernel, sol.alpha, sol.beta)
+    Gfd = _fd_gradient(lambda Zp: sl.fixed_z_svm(X, y, Zp, kernel, C, tol=1e-12).W, Z)
     rel = np.linalg.norm(G - Gfd) / np.linalg.norm(Gfd)
     assert rel < 1e-4, rel
 
@@ -125,10 +125,10 @@ def test_skfd_gradient_matches_finite_differences(moons):
     X, y = moons
     Z = X[[0, 7, 20, 33, 61]] + 0.01
     k, mu = RBF(1.0), 1e-2
-    W, beta, lam = direct.skfd_objective(X, y, Z, k, mu)
+    W, beta, lam = sl.skfd_objective(X, y, Z, k, mu)
     np.testing.assert_allclose(W, -lam)
-    G = direct.skfd_gradient(X, y, Z, k, mu, beta, lam)
-    Gfd = _fd_gradient(lambda Zp: direct.skfd_objective(X, y, Zp, k, mu)[0], Z, eps=1e-6)
+    G = sl.skfd_gradient(X, y, Z, k, mu, beta, lam)
+    Gfd = _fd_gradient(lambda Zp: sl.skfd_objective(X, y, Zp, k, mu)[0], Z, eps=1e-6)
     rel = np.linalg.norm(G - Gfd) / np.linalg.norm(Gfd)
     assert rel < 1e-4, rel
 
@@ -140,8 +140,8 @@ def test_skfd_objective_is_generalised_eigenvalue(moons):
     X, y = moons
     Z = X[:6]
     k, mu = RBF(1.0), 1e-2
-    _, _, d, Bz = direct._skfd_parts(X, y, Z, k, mu)
-    W, beta, lam = direct.skfd_objective(X, y, Z, k, mu)
+    _, _, d, Bz = sl.sparse_kfd._skfd_parts(X, y, Z, k, mu)
+    W, beta, lam = sl.skfd_objective(X, y, Z, k, mu)
     lam_ref = eigh(np.outer(d, d), Bz, eigvals_only=True)[-1]
     np.testing.assert_allclose(lam, lam_ref, rtol=1e-8)
     np.testing.assert_allclose(beta @ Bz @ beta, 1.0, rtol=1e-10)
@@ -153,8 +153,8 @@ def test_nz_equal_nsv_gives_full_svm_optimum(moons):
     """Section 5.7 example 1: with Z = the SVs, W(Z) is the full SVM's dual optimum."""
     X, y = moons
     k, C = RBF(1.0), 10.0
-    svm = direct.full_svm_expansion(X, y, k, C, tol=1e-10)
-    W_svm = direct.svm_dual_objective(X, y, svm, C)
+    svm = sl.full_svm_expansion(X, y, k, C, tol=1e-10)
+    W_svm = sl.svm_dual_objective(X, y, svm, C)
     Z = np.asarray(svm.vectors)
     clf = SLMC(n_vectors=Z.shape[0], C=C, kernel=k, init=Z, max_iter=0).fit(X, y)
     np.testing.assert_allclose(clf.W_history_[0][0], W_svm, rtol=1e-6)
@@ -177,12 +177,12 @@ def test_mrs_never_worse_than_rs_in_W(moons):
     """MRS solves (28)-(30) exactly, so its W is <= the objective of the RS coefficients (47)."""
     X, y = moons
     k, C = RBF(1.0), 10.0
-    svm = direct.full_svm_expansion(X, y, k, C, tol=1e-10)
+    svm = sl.full_svm_expansion(X, y, k, C, tol=1e-10)
     rng = np.random.default_rng(0)
     for n_z in (3, 6, 12):
         Z = X[rng.choice(len(X), n_z, replace=False)] + 0.1 * rng.standard_normal((n_z, 2))
         beta_rs = np.linalg.solve(k(Z), k(Z, svm.vectors) @ svm.coef)  # eq. 47
-        P_rs = direct.rs_objective(X, y, Z, k, C, beta_rs, svm.intercept)
+        P_rs = sl.rs_objective(X, y, Z, k, C, beta_rs, svm.intercept)
         mrs = ModifiedRS(C=C, kernel=k, Z=Z).fit(X, y)
         assert mrs.objective_[0] <= P_rs + 1e-9 * abs(P_rs)
 
@@ -317,10 +317,10 @@ def test_modified_rs_with_rs_construction(moons):
     mrs = ModifiedRS(n_vectors=5, C=C, kernel=k, random_state=0).fit(X, y)
     assert mrs.expansion_.n_terms == 5
     Z = np.asarray(mrs.expansion_.vectors)
-    svm = direct.full_svm_expansion(X, y, k, C)
+    svm = sl.full_svm_expansion(X, y, k, C)
     rs = construct(svm, 5, random_state=np.random.RandomState(0).randint(2**31 - 1)).expansion
     np.testing.assert_allclose(np.asarray(rs.vectors), Z)
-    P_rs = direct.rs_objective(X, y, Z, k, C, np.asarray(rs.coef), svm.intercept)
+    P_rs = sl.rs_objective(X, y, Z, k, C, np.asarray(rs.coef), svm.intercept)
     assert mrs.objective_[0] <= P_rs
     assert mrs.score(X, y) >= 0.85
 
@@ -352,10 +352,10 @@ def test_aggregating_duplicates_is_exact(moons):
     X, y = moons
     X2, y2 = np.vstack([X, X[:30], X[:10]]), np.concatenate([y, y[:30], y[:10]])
     Z = X[::12]
-    full = direct.fixed_z_svm(X2, y2, Z, RBF(1.0), 10.0, tol=1e-10)
-    Xu, yu, counts = direct.aggregate_duplicates(X2, y2)
+    full = sl.fixed_z_svm(X2, y2, Z, RBF(1.0), 10.0, tol=1e-10)
+    Xu, yu, counts = sl.aggregate_duplicates(X2, y2)
     assert Xu.shape[0] == X.shape[0] and counts.sum() == X2.shape[0]
-    agg = direct.fixed_z_svm(Xu, yu, Z, RBF(1.0), 10.0, tol=1e-10, sample_weight=counts)
+    agg = sl.fixed_z_svm(Xu, yu, Z, RBF(1.0), 10.0, tol=1e-10, sample_weight=counts)
     np.testing.assert_allclose(agg.W, full.W, rtol=1e-8)
     np.testing.assert_allclose(agg.beta, full.beta, rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(agg.intercept, full.intercept, rtol=1e-4, atol=1e-6)
@@ -366,10 +366,10 @@ def test_tiny_problem_with_huge_C_is_exact(moons):
     X, y = moons
     Xs, ys = X[:30], y[:30]
     Z = Xs[:6] + 0.05
-    sol = direct.fixed_z_svm(Xs, ys, Z, RBF(2.0), 1e5)
+    sol = sl.fixed_z_svm(Xs, ys, Z, RBF(2.0), 1e5)
     assert sol.extra["method"] in ("qp+active-set", "libsvm+active-set", "qp")
     assert abs(sol.gap) < 1e-6
-    ref = direct.fixed_z_svm(Xs, ys, Z, RBF(2.0), 1e5, tol=1e-10)
+    ref = sl.fixed_z_svm(Xs, ys, Z, RBF(2.0), 1e5, tol=1e-10)
     np.testing.assert_allclose(sol.W, ref.W, rtol=1e-6)
 
 
@@ -377,21 +377,21 @@ def test_fixed_z_svm_input_errors(moons):
     X, y = moons
     k = RBF(1.0)
     with pytest.raises(ValueError, match="'C' parameter of fixed_z_svm"):
-        direct.fixed_z_svm(X, y, X[:3], k, 0.0)
+        sl.fixed_z_svm(X, y, X[:3], k, 0.0)
     with pytest.raises(ValueError, match="Z has 3 features"):
-        direct.fixed_z_svm(X, y, np.zeros((2, 3)), k, 1.0)
+        sl.fixed_z_svm(X, y, np.zeros((2, 3)), k, 1.0)
     with pytest.raises(ValueError, match="-1/\\+1 labels"):
-        direct.fixed_z_svm(X, (y > 0).astype(float), X[:3], k, 1.0)
+        sl.fixed_z_svm(X, (y > 0).astype(float), X[:3], k, 1.0)
     with pytest.raises(ValueError, match="only one class"):
-        direct.fixed_z_svm(X, np.ones(len(y)), X[:3], k, 1.0)
+        sl.fixed_z_svm(X, np.ones(len(y)), X[:3], k, 1.0)
     with pytest.raises(TypeError, match="kernel must be"):
-        direct.fixed_z_svm(X, y, X[:3], "rbf", 1.0)
+        sl.fixed_z_svm(X, y, X[:3], "rbf", 1.0)
     Xn = X.copy()
     Xn[0, 0] = np.nan
     with pytest.raises(ValueError, match="X contains NaN"):
-        direct.fixed_z_svm(Xn, y, X[:3], k, 1.0)
+        sl.fixed_z_svm(Xn, y, X[:3], k, 1.0)
     with pytest.raises(ValueError, match="features must be"):
-        direct.fixed_z_svm(X, y, X[:3], k, 1.0, features="raw")
+        sl.fixed_z_svm(X, y, X[:3], k, 1.0, features="raw")
 
 
 @pytest.mark.parametrize("C", [1.0, 316.2, 1e4])
@@ -400,8 +400,8 @@ def test_interior_point_matches_libsvm(moons, C):
     X, y = moons
     k = RBF(1.0)
     Z = X[::13]
-    ipm = direct.fixed_z_svm(X, y, Z, k, C)
-    ref = direct.fixed_z_svm(X, y, Z, k, C, tol=1e-10, solver="libsvm")
+    ipm = sl.fixed_z_svm(X, y, Z, k, C)
+    ref = sl.fixed_z_svm(X, y, Z, k, C, tol=1e-10, solver="libsvm")
     assert ipm.extra["method"] in ("ipm", "ipm+active-set")
     assert ref.extra["method"].startswith("libsvm")
     np.testing.assert_allclose(ipm.W, ref.W, rtol=1e-7)
@@ -416,20 +416,20 @@ def test_interior_point_solver_direct(moons):
     X, y = moons
     k = RBF(1.0)
     Z = X[:9]
-    F = (direct.whitening_transform(k(Z)) @ k(Z, X)).T
+    F = (sl.whitening_transform(k(Z)) @ k(Z, X)).T
     Cvec = 10.0 * (1.0 + np.arange(len(y)) % 3)
-    alpha, w, b = direct._ipm_svm(F, y, Cvec)
-    dual, primal = direct._svm_values(F, y, Cvec, alpha, w, b)
+    alpha, w, b = sl.fixed_z._ipm_svm(F, y, Cvec)
+    dual, primal = sl.fixed_z._svm_values(F, y, Cvec, alpha, w, b)
     assert (primal - dual) / abs(primal) < 1e-8
     np.testing.assert_allclose(w, F.T @ (alpha * y))
-    ref = direct._linear_svm(F, y, 10.0, 1e-10, sample_weight=Cvec / 10.0)
-    np.testing.assert_allclose(dual, direct._svm_values(F, y, Cvec, *ref)[0], rtol=1e-7)
+    ref = sl.fixed_z._linear_svm(F, y, 10.0, 1e-10, sample_weight=Cvec / 10.0)
+    np.testing.assert_allclose(dual, sl.fixed_z._svm_values(F, y, Cvec, *ref)[0], rtol=1e-7)
 
 
 def test_solver_option_errors(moons):
     X, y = moons
     with pytest.raises(ValueError, match="solver must be 'auto' or 'libsvm'"):
-        direct.fixed_z_svm(X, y, X[:3], RBF(1.0), 1.0, solver="smo")
+        sl.fixed_z_svm(X, y, X[:3], RBF(1.0), 1.0, solver="smo")
 
 
 def test_fixed_z_svm_identical_points_falls_back_cleanly():
@@ -440,6 +440,6 @@ def test_fixed_z_svm_identical_points_falls_back_cleanly():
     y = np.array([-1.0, 1.0, -1.0])
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
-        sol = direct.fixed_z_svm(X, y, X[:1], Polynomial(2, 1.0), 1e-3, features="empirical",
+        sol = sl.fixed_z_svm(X, y, X[:1], Polynomial(2, 1.0), 1e-3, features="empirical",
                                  on_singular="pinv")
     assert np.isfinite(sol.W) and sol.W <= sol.primal + 1e-9

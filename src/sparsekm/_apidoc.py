@@ -38,7 +38,7 @@ MODULES = (
     "sparsekm.approx.randomized.error_bounds",
     "sparsekm.approx.randomized.eigensolver",
     "sparsekm.approx.randomized.rounding",
-    "sparsekm.direct",
+    "sparsekm.sparse_learning",
     "sparsekm.compress",
     "sparsekm.geometry",
     "sparsekm.datasets",

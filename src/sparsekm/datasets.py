@@ -42,6 +42,8 @@ __all__ = [
     "load_digits_default",
     "load_usps",
     "load_usps_784",
+    "load_usps_virtual",
+    "shift_images",
     "zoom_images",
     "load_ida",
     "load_ripley",
@@ -288,6 +290,68 @@ def load_usps_784(path=None, verify=True):
     """
     Xtr, ytr, Xte, yte = load_usps(path, verify)
     return zoom_images(Xtr, 16, 28), ytr, zoom_images(Xte, 16, 28), yte
+
+
+#: The 8 one-pixel translations (rows, columns) of the virtual examples, in this order.
+SHIFTS_8 = ((-1, -1), (-1, 0), (-1, 1), (0, -1), (0, 1), (1, -1), (1, 0), (1, 1))
+
+
+def shift_images(X, side, shifts=SHIFTS_8, *, fill=-1.0):
+    """Translated copies of square images (virtual examples; Schölkopf, Burges & Vapnik 1996).
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, side**2)
+        One flattened (row-major) image per row.
+    side : int
+        Image side.
+    shifts : sequence of (int, int), default=SHIFTS_8
+        ``(d_row, d_col)`` translations; ``(1, 0)`` moves the content one pixel down,
+        ``(0, 1)`` one pixel right. The default is the 8 one-pixel neighbours.
+    fill : float, default=-1.0
+        Value of the pixels that enter at the border (USPS background is -1).
+
+    Returns
+    -------
+    ndarray of shape (len(shifts) * n_samples, side**2)
+        Block ``k`` (rows ``k n .. (k + 1) n - 1``) is ``X`` translated by ``shifts[k]``.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2 or X.shape[1] != side * side:
+        raise ValueError(f"X must have shape (n_samples, {side * side}) for {side}x{side} "
+                         f"images; got {X.shape}.")
+    imgs = X.reshape(-1, side, side)
+    out = np.full((len(shifts),) + imgs.shape, fill, dtype=np.float64)
+    for k, (dr, dc) in enumerate(shifts):
+        if abs(dr) >= side or abs(dc) >= side:
+            raise ValueError(f"shift {(dr, dc)} moves a {side}x{side} image out of the frame.")
+        src_r = slice(max(0, -dr), side - max(0, dr))
+        dst_r = slice(max(0, dr), side - max(0, -dr))
+        src_c = slice(max(0, -dc), side - max(0, dc))
+        dst_c = slice(max(0, dc), side - max(0, -dc))
+        out[k][:, dst_r, dst_c] = imgs[:, src_r, src_c]
+    return out.reshape(len(shifts) * X.shape[0], side * side)
+
+
+def load_usps_virtual(path=None, verify=True):
+    """USPS with virtual examples: 65,619 training images, the same 2007 test images.
+
+    The 7291 training digits of :func:`load_usps` followed by their 8 translations by one
+    pixel (:func:`shift_images`, background ``-1`` entering at the border): Schölkopf's
+    virtual examples, a large training set (9 x 7291 = 65,619) built from the USPS files.
+
+    Returns
+    -------
+    X_train : ndarray of shape (65619, 256)
+        Rows ``0..7290`` are the originals, then one block of 7291 per shift of
+        :data:`SHIFTS_8`.
+    y_train : ndarray of shape (65619,)
+    X_test : ndarray of shape (2007, 256)
+    y_test : ndarray of shape (2007,)
+    """
+    Xtr, ytr, Xte, yte = load_usps(path, verify)
+    X = np.vstack([Xtr, shift_images(Xtr, 16)])
+    return X, np.tile(ytr, 1 + len(SHIFTS_8)), Xte, yte
 
 
 def load_ripley(path=None):

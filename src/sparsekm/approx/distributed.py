@@ -658,11 +658,11 @@ def approx_kfd_distributed(gammas, labels, cholesky, C, client, owner="ApproxKFD
 
     Two map-reduces: the per-class counts and sums of the rows of ``A = Gamma L_r^T``
     (the class means), then the per-class centred scatter ``sum (A - mu)^T (A - mu)``
-    -- the in-memory :func:`~sparsekm.models.kfd.fisher_scatter`, summed by partition.
+    -- the in-memory :func:`~sparsekm.approx.fisher.fisher_scatter`, summed by partition.
     """
     import dask
 
-    from ..models.kfd import _threshold, kfd_solve
+    from .fisher import fisher_threshold, kfd_solve
 
     Lr = np.asarray(cholesky, dtype=np.float64)
     sums = _run(client, client.compute([dask.delayed(_class_sums)(g, y, Lr)
@@ -676,7 +676,7 @@ def approx_kfd_distributed(gammas, labels, cholesky, C, client, owner="ApproxKFD
     N = sum(s[0] for s in scat) / counts[0] + sum(s[1] for s in scat) / counts[1]
     d = means[0] - means[1]
     coef = kfd_solve(N, d, C)
-    return coef, _threshold(coef, means), counts
+    return coef, fisher_threshold(coef, means), counts
 
 
 def squared_hinge_objective(theta, G, y, C):
@@ -705,10 +705,19 @@ def _sh_block(G, y, theta, C):
 def lbfgs_squared_hinge(loss_grad, m, *, max_iter=1000, tol=None, callback=None):
     """Minimise ``1/2 ||w||^2 + loss(w, b)`` by scipy's L-BFGS-B from ``w = 0, b = 0``.
 
-    ``loss_grad(theta)`` returns the data term and its gradient. Returns
-    ``(w, b, n_iter, n_evaluations)``.
+    ``loss_grad(theta)`` returns the data term and its gradient. ``tol=None`` runs to
+    scipy's ``ftol = 1e-15`` / ``gtol = 1e-10`` (in practice ``max_iter``); a float stops
+    once three consecutive iterations each change the objective by at most ``tol``
+    relative (:func:`~sparsekm.utils.optimize.lbfgs_relative`): the objective grows with
+    the number of rows, so a fixed iteration count converges less the more rows there are.
+    Returns ``(w, b, n_iter, n_evaluations)``.
     """
+    from ..utils.optimize import lbfgs_relative
+
+    n_evals = [0]
+
     def fun(theta):
+        n_evals[0] += 1
         loss, grad = loss_grad(theta)
         w = theta[:-1]
         grad = grad.copy()
@@ -716,10 +725,14 @@ def lbfgs_squared_hinge(loss_grad, m, *, max_iter=1000, tol=None, callback=None)
         return 0.5 * float(w @ w) + loss, grad
 
     theta0 = np.zeros(m + 1)
+    if tol is not None:
+        x, _, nit, _, _ = lbfgs_relative(fun, theta0, max_iter=int(max_iter), tol=tol,
+                                         gtol=1e-10, maxcor=20, patience=3,
+                                         callback_x=callback)
+        return x[:-1].copy(), float(x[-1]), nit, n_evals[0]
     res = optimize.minimize(fun, theta0, jac=True, method="L-BFGS-B", callback=callback,
                             options={"maxiter": int(max_iter), "maxcor": 20,
-                                     "ftol": 1e-15 if tol is None else tol,
-                                     "gtol": 1e-10 if tol is None else tol})
+                                     "ftol": 1e-15, "gtol": 1e-10})
     return res.x[:-1].copy(), float(res.x[-1]), int(res.nit), int(res.nfev)
 
 
@@ -768,9 +781,7 @@ def squared_hinge_lbfgs_distributed(gammas, labels, C, m, client, *, max_iter=10
 
 def _fit_basis(est, X, owner, keep_factor="auto", callback=None):
     """Shared start of the models' dask fits: checks, classes, ``m`` and the greedy basis."""
-    from ..models._base import resolve_n_basis
-    from ..models.approx_svm import _check_basis_not_empty
-    from .greedy import GreedyBasis, _checked_kernel
+    from .greedy import GreedyBasis, _check_basis_not_empty, _checked_kernel, resolve_n_basis
 
     X = check_dask_rows(X, owner)
     client = get_client(owner=owner)

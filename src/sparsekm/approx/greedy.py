@@ -24,6 +24,8 @@ Gram matrix and never the O(n m^3) re-inversions of the paper (see
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 from scipy.linalg import solve_triangular
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
@@ -586,6 +588,27 @@ def _check_X(X, name="X"):
             raise ValueError(f"Found array with 0 feature(s) (shape={X.shape}) while a minimum "
                              f"of 1 is required by {name}.")
     return check_array(X, name)
+
+
+def resolve_n_basis(n_basis, n_samples, owner):
+    """``n_basis`` as an int: an int >= 1 or a fraction in (0, 1] of ``n_samples``."""
+    if isinstance(n_basis, numbers.Integral) and not isinstance(n_basis, bool):
+        if n_basis < 1:
+            raise ValueError(f"The 'n_basis' parameter of {owner} must be an int >= 1 or a "
+                             f"float in the range (0, 1]. Got {n_basis!r} instead.")
+        return int(min(n_basis, n_samples))
+    if isinstance(n_basis, numbers.Real) and not isinstance(n_basis, bool) and 0 < n_basis <= 1:
+        return max(1, int(round(n_basis * n_samples)))
+    raise ValueError(f"The 'n_basis' parameter of {owner} must be an int >= 1 or a float in "
+                     f"the range (0, 1]. Got {n_basis!r} instead.")
+
+
+def _check_basis_not_empty(basis, owner):
+    if basis.n_basis_ == 0:
+        raise ValueError(
+            f"{owner}: the greedy basis is empty, every residual k(x, x) is below "
+            f"tol={basis.tol!r} (kernel values are tiny at this input scale). Lower tol or "
+            "rescale X.")
 
 
 def _checked_kernel(kernel, X, owner="GreedyBasis"):

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
+from ..approx.greedy import resolve_n_basis
 from ..parallel import dask_rowwise
 from ..persistence import spec
 from ..utils.validation import validate_X
@@ -25,19 +24,6 @@ BINARY_PERSIST_ATTRS = {
     "n_features_in_": spec.int(bind="n_features"),
     "n_kernel_evaluations_": spec.dict(spec.int(nullable=True), keys=("approximation", "training")),
 }
-
-
-def resolve_n_basis(n_basis, n_samples, owner):
-    """``n_basis`` as an int: an int >= 1 or a fraction in (0, 1] of ``n_samples``."""
-    if isinstance(n_basis, numbers.Integral) and not isinstance(n_basis, bool):
-        if n_basis < 1:
-            raise ValueError(f"The 'n_basis' parameter of {owner} must be an int >= 1 or a "
-                             f"float in the range (0, 1]. Got {n_basis!r} instead.")
-        return int(min(n_basis, n_samples))
-    if isinstance(n_basis, numbers.Real) and not isinstance(n_basis, bool) and 0 < n_basis <= 1:
-        return max(1, int(round(n_basis * n_samples)))
-    raise ValueError(f"The 'n_basis' parameter of {owner} must be an int >= 1 or a float in "
-                     f"the range (0, 1]. Got {n_basis!r} instead.")
 
 
 def binary_targets(y, owner, n_samples):

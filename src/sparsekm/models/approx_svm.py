@@ -21,7 +21,7 @@ from sklearn.svm import SVC, LinearSVC
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._constraints import KERNEL, NON_NEGATIVE, POSITIVE, POSITIVE_INT, RANDOM_STATE
-from ..approx.greedy import GreedyBasis, _checked_kernel
+from ..approx.greedy import GreedyBasis, _check_basis_not_empty, _checked_kernel
 from ..expansion import KernelExpansion
 from ..parallel import is_dask_array
 from ..persistence import register, spec
@@ -37,6 +37,15 @@ __all__ = ["ApproxSVC", "linear_svm_on_coordinates", "svc_precomputed"]
 
 _BASES = ("greedy", "support")
 _SOLVERS = ("smo", "liblinear", "lbfgs")
+#: ``solver="lbfgs"`` with ``max_iter=-1`` stops once three consecutive L-BFGS iterations
+#: each change the squared-hinge objective by at most this much relative (at most 1000
+#: iterations); ``None`` runs to scipy's ``ftol = 1e-15``. In memory the default stays the
+#: optimum to ``ftol``; on a dask array (one map-reduce per evaluation) it is 1e-6. A fixed
+#: iteration count converges less the more rows there are: on ringnorm, 15 iterations give
+#: 4.3 % test error at 1e5 rows and 3.3 % at 1e6, against 2.0 % and 1.9 % converged
+#: (``benchmarks/results/lbfgs_stopping.json``).
+_LBFGS_TOL = None
+_DASK_LBFGS_TOL = 1e-6
 
 
 def svc_precomputed(K, y, C, *, tol=1e-3, max_iter=-1, info=None):
@@ -114,17 +123,10 @@ def linear_svm_on_coordinates(Gamma, y, C, *, solver="smo", tol=1e-3, max_iter=-
         y = np.asarray(y, dtype=np.float64)
         w, b, info["n_iter"], _ = lbfgs_squared_hinge(
             lambda theta: squared_hinge_objective(theta, Gamma, y, C), Gamma.shape[1],
-            max_iter=1000 if max_iter == -1 else max_iter)
+            max_iter=1000 if max_iter == -1 else max_iter,
+            tol=_LBFGS_TOL if max_iter == -1 else None)
         return w, b, None, None
     raise ValueError(f"solver must be one of {_SOLVERS}; got {solver!r}.")
-
-
-def _check_basis_not_empty(basis, owner):
-    if basis.n_basis_ == 0:
-        raise ValueError(
-            f"{owner}: the greedy basis is empty, every residual k(x, x) is below "
-            f"tol={basis.tol!r} (kernel values are tiny at this input scale). Lower tol or "
-            "rescale X.")
 
 
 @register
@@ -163,8 +165,10 @@ class ApproxSVC(BinaryExpansionClassifier):
         hinge, free bias), the one solver that runs as a map-reduce over partitions;
         the same ``"lbfgs"`` in memory gives the same decision function.
     max_iter : int, default=-1
-        Iteration limit of the linear SVM solver (``-1``: its default; 1000 L-BFGS
-        iterations for ``"lbfgs"``).
+        Iteration limit of the linear SVM solver (``-1``: its default; for ``"lbfgs"``
+        1000 iterations, and on a dask ``X`` L-BFGS stops earlier, once three
+        consecutive iterations each change the objective by at most 1e-6 relative; a
+        given ``max_iter`` runs L-BFGS to that many iterations or scipy's tolerances).
     init : {"random", "max-diag"}, default="random"
     random_state : int, RandomState instance or None, default=None
 
@@ -251,7 +255,8 @@ class ApproxSVC(BinaryExpansionClassifier):
         if is_dask_array(X):
             from ..approx.distributed import fit_approx_svc
 
-            return fit_approx_svc(self, X, y, C, max_iter=1000 if max_iter == -1 else max_iter)
+            return fit_approx_svc(self, X, y, C, max_iter=1000 if max_iter == -1 else max_iter,
+                                  tol=_DASK_LBFGS_TOL if max_iter == -1 else None)
         X = validate_X(self, X)
         self.classes_, ys = binary_targets(y, "ApproxSVC", X.shape[0])
         n = X.shape[0]

@@ -1,6 +1,6 @@
 """Direct sparse kernel classifiers (Wu, Schölkopf, Bakır, JMLR 2006).
 
-Thin scikit-learn shells over :mod:`sparsekm.direct`:
+Thin scikit-learn shells over :mod:`sparsekm.sparse_learning`:
 
 * :class:`SparseLargeMarginClassifier` (alias :data:`SLMC`) -- the SVM with the
   extra constraint ``w = sum_j beta_j Phi(z_j)`` (eq. 20-23), ``Z`` learned by
@@ -12,7 +12,7 @@ Thin scikit-learn shells over :mod:`sparsekm.direct`:
 * :class:`ModifiedRS` -- reduced-set vectors, coefficients by eq. 45 (section 4.1).
 
 All of them compute their coefficients with the one fixed-``Z`` solver
-:func:`sparsekm.direct.fixed_z_svm`. Multi-class problems are solved one-vs-rest;
+:func:`sparsekm.sparse_learning.fixed_z_svm`. Multi-class problems are solved one-vs-rest;
 ``expansion_`` then has one column per class (the ``Z`` of all binary problems
 stacked, each column non-zero on its own block). The binary problems run in
 parallel through joblib with ``n_jobs`` (see :mod:`sparsekm.parallel`); every
@@ -43,12 +43,13 @@ from .._constraints import (
     POSITIVE_INT,
     RANDOM_STATE,
 )
-from .. import direct
+from .. import sparse_learning
 from ..backend import resident, solver_kernel
 from ..expansion import KernelExpansion
 from ..kernels import estimator_kernel
 from ..parallel import dask_rowwise, parallel_map
 from ..persistence import register, spec
+from ..sparse_learning.fixed_z import _check_Z
 from ..utils.progress import progress
 from ..utils.validation import check_array, check_scalar, validate_X
 
@@ -86,10 +87,15 @@ def _warn_if_stopped(est, infos):
         "verbose=True shows the progress.", ConvergenceWarning, stacklevel=4)
 
 
+def _restart_values(res):
+    """Final ``W`` of every restart of an L-BFGS result (one entry without restarts)."""
+    return np.array([res.fun]) if res.restarts is None else np.asarray(res.restarts)
+
+
 def _solve_fixed(X, y, Z, kernel, C, features="whitened"):
     """The shared fixed-Z solver on the distinct (x, y) pairs (exactly equivalent)."""
-    Xu, yu, counts = direct.aggregate_duplicates(X, y)
-    return direct.fixed_z_svm(Xu, yu, Z, kernel, C, features=features, tol=1e-6,
+    Xu, yu, counts = sparse_learning.aggregate_duplicates(X, y)
+    return sparse_learning.fixed_z_svm(Xu, yu, Z, kernel, C, features=features, tol=1e-6,
                               on_singular="pinv", sample_weight=counts)
 
 
@@ -201,10 +207,10 @@ class _DirectSparseBase(ClassifierMixin, BaseEstimator):
         self.duality_gap_ = np.array([info.get("gap", np.nan) for info in infos])
 
     def _initial_Z(self, X, n_vectors, rng, init="random"):
-        uniq = direct.unique_rows(X)
+        uniq = sparse_learning.unique_rows(X)
         n_vectors = self._check_n_vectors(uniq.size)
         if not isinstance(init, str):
-            Z0 = direct._check_Z(init, X.shape[1])
+            Z0 = _check_Z(init, X.shape[1])
             if Z0.shape[0] != n_vectors:
                 raise ValueError(
                     f"init has {Z0.shape[0]} rows but n_vectors={n_vectors}; an initial Z must "
@@ -290,7 +296,15 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
     max_iter : int, default=100
         Maximum number of L-BFGS iterations (per binary problem).
     tol : float, default=1e-6
-        L-BFGS stops when the relative decrease of ``W`` falls below ``tol``.
+        L-BFGS stops after the first iteration whose relative decrease of ``W``,
+        ``(W_{k-1} - W_k) / max(|W_{k-1}|, |W_k|)``, is at most ``tol``.
+    n_init : int >= 1, default=1
+        Restarts (not in the paper): L-BFGS runs from ``n_init`` initial ``Z`` (drawn by
+        ``init``: other random points or other k-means seeds) and keeps, per binary
+        problem (or for the shared problem), the run with the lowest final ``W(Z)``,
+        the objective the paper minimises. ``W(Z)`` is nonconvex in ``Z``, so this makes
+        the result depend less on one start. Needs ``init="random"`` or ``"kmeans"``
+        when above 1; costs about ``n_init`` times the time.
     random_state : int, RandomState or None, default=None
     verbose : bool, default=False
         Show a progress bar over L-BFGS iterations.
@@ -304,13 +318,13 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
         Multi-class only (not in the paper): one set of ``n_vectors`` XVs shared by
         all one-vs-rest problems, each keeping its own ``beta_c`` and ``b_c``. ``Z``
         minimises the sum of the per-class marginal functions, ``sum_c W_c(Z)``, with
-        the summed gradient of eq. 46 (:func:`sparsekm.direct.slmc_shared_optimize`).
+        the summed gradient of eq. 46 (:func:`sparsekm.sparse_learning.slmc_shared_optimize`).
         ``n_vectors`` is then the *total* number of XVs: a prediction costs
         ``n_vectors`` kernel evaluations for all classes together. ``init="kmeans"``
         (the paper's choice) clusters all training points; a shared reduced set
         (``construct(..., shared=True).expansion.vectors``) can be passed as ``init``.
     backend : {"numpy", "torch"} or None, default=None
-        Engine of the kernel sums during ``fit`` (:func:`sparsekm.direct.slmc_optimize`);
+        Engine of the kernel sums during ``fit`` (:func:`sparsekm.sparse_learning.slmc_optimize`);
         ``None``: :func:`sparsekm.config.get_config` ``["backend"]``. With ``"torch"``
         the training data goes to the configured device (``config["device"]``;
         ``None``: CUDA when available, else CPU) once per binary problem, and
@@ -330,7 +344,10 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
         ``W(Z)`` at the start and after every L-BFGS iteration, per binary problem
         (``shared=True``: one array, the summed ``W``).
     n_iter_ : ndarray of shape (n_problems,)
-        L-BFGS iterations (``shared=True``: one entry).
+        L-BFGS iterations (``shared=True``: one entry) of the kept run.
+    restart_objectives_ : list of ndarray
+        Final ``W(Z)`` of every restart, per binary problem (``shared=True``: one
+        array); the kept run is the lowest.
     duality_gap_ : ndarray of shape (n_problems,)
         Relative duality gap of the final inner SVM.
     n_features_in_ : int
@@ -356,7 +373,9 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
     # (shared=True: one L-BFGS run, so one history and one iteration count)
     _persist_attrs = {**_DirectSparseBase._persist_attrs,
                       "W_history_": spec.list(spec.array("f", (None,)), length="n_runs"),
-                      "n_iter_": spec.array("iu", ("n_runs",))}
+                      "n_iter_": spec.array("iu", ("n_runs",)),
+                      "restart_objectives_": spec.list(spec.array("f", (None,)),
+                                                       length="n_runs", optional=True)}
 
     # Checked by sparsekm.load on every parameter read from a file.
     _parameter_constraints = {
@@ -366,7 +385,8 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
 
     def __init__(self, n_vectors=10, C=1.0, kernel=None, init="random", max_iter=100, tol=1e-6,
                  random_state=None, verbose=False, n_jobs=None,
-                 gamma="scale", degree=3, coef0=0.0, shared=False, backend=None):
+                 gamma="scale", degree=3, coef0=0.0, shared=False, backend=None, n_init=1):
+        self.n_init = n_init
         self.n_vectors = n_vectors
         self.C = C
         self.kernel = kernel
@@ -405,11 +425,11 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
         if classes.size == 2:
             return super().fit(X, y)
         rng = check_random_state(self.random_state)
-        Z0 = self._initial_Z(X, self.n_vectors, rng, self.init)
+        Z0 = self._starts(X, rng)
         max_iter, tol = self._iteration_params()
         # identical (x, class) pairs merged once; every one-vs-rest problem holds the same
         # X array, so K^{zx} is computed once per L-BFGS evaluation
-        Xu, cu, counts = direct.aggregate_duplicates(X, y_idx.astype(float))
+        Xu, cu, counts = sparse_learning.aggregate_duplicates(X, y_idx.astype(float))
         weights = None if np.all(counts == 1) else counts
         problems = [(Xu, np.where(cu == k, 1.0, -1.0), weights) for k in range(classes.size)]
         bar = progress(total=max_iter, desc="SLMC shared", disable=None if self.verbose else True)
@@ -420,16 +440,16 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
 
         engine = solver_kernel(kernel, self.backend)
         resident(engine, Xu)
-        res = direct.slmc_shared_optimize(problems, Z0, engine, float(self.C), max_iter=max_iter,
-                                          tol=tol, callback=callback)
+        res = sparse_learning.slmc_shared_optimize(problems, Z0, engine, float(self.C),
+                                                   max_iter=max_iter, tol=tol, callback=callback)
         bar.close()
         # final coefficients at the optimised Z, each problem solved to a tight tolerance
         infos, betas, bs = [], [], []
         Kzx = engine(res.Z, Xu)
         for (Xc, yc, wc), warm in zip(problems, res.solution, strict=True):
-            sol = direct.fixed_z_svm(Xc, yc, res.Z, engine, float(self.C), tol=1e-6,
-                                     on_singular="pinv", Kzx=Kzx, warm_start=warm.alpha,
-                                     sample_weight=wc)
+            sol = sparse_learning.fixed_z_svm(Xc, yc, res.Z, engine, float(self.C), tol=1e-6,
+                                              on_singular="pinv", Kzx=Kzx,
+                                              warm_start=warm.alpha, sample_weight=wc)
             betas.append(sol.beta)
             bs.append(sol.intercept)
             infos.append({"W": sol.W, "gap": sol.gap})
@@ -439,11 +459,21 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
         # one L-BFGS run over the shared Z: one history, one iteration count
         self.W_history_ = [np.array(res.W_history)]
         self.n_iter_ = np.array([res.n_iter])
+        self.restart_objectives_ = [_restart_values(res)]
         _warn_if_stopped(self, [{"stopped": _stopped_at_max_iter(res, max_iter)}])
         return self
 
+    def _starts(self, X, rng):
+        """The initial ``Z``: one array, or a list of ``n_init`` (restarts)."""
+        n_init = check_scalar(self.n_init, "n_init", type(self).__name__, kind="int", lower=1)
+        if n_init > 1 and not isinstance(self.init, str):
+            raise ValueError(f"n_init={n_init} restarts need init='random' or 'kmeans' (a given "
+                             "initial Z is one start); use n_init=1 with an array init.")
+        starts = [self._initial_Z(X, self.n_vectors, rng, self.init) for _ in range(n_init)]
+        return starts[0] if n_init == 1 else starts
+
     def _draw(self, X, y, kernel, rng, k):
-        return (self._initial_Z(X, self.n_vectors, rng, self.init),) + self._iteration_params()
+        return (self._starts(X, rng),) + self._iteration_params()
 
     def _fit_binary(self, X, y, kernel, start, k):
         Z0, max_iter, tol = start
@@ -456,22 +486,24 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
         # one engine for the optimisation and the final solve: X goes to a torch device
         # once (aggregate_duplicates returns X itself when it has no duplicates)
         engine = solver_kernel(kernel, self.backend)
-        res = direct.slmc_optimize(X, y, Z0, engine, float(self.C), max_iter=max_iter, tol=tol,
-                                   callback=callback)
+        res = sparse_learning.slmc_optimize(X, y, Z0, engine, float(self.C), max_iter=max_iter,
+                                            tol=tol, callback=callback)
         bar.close()
         # final coefficients at the optimised Z, solved to a tight tolerance
-        Xu, yu, counts = direct.aggregate_duplicates(X, y)
-        sol = direct.fixed_z_svm(Xu, yu, res.Z, engine, float(self.C), tol=1e-6,
-                                 on_singular="pinv", warm_start=res.solution.alpha,
-                                 sample_weight=counts)
+        Xu, yu, counts = sparse_learning.aggregate_duplicates(X, y)
+        sol = sparse_learning.fixed_z_svm(Xu, yu, res.Z, engine, float(self.C), tol=1e-6,
+                                          on_singular="pinv", warm_start=res.solution.alpha,
+                                          sample_weight=counts)
         info = {"W": sol.W, "gap": sol.gap, "history": np.array(res.W_history),
-                "n_iter": res.n_iter, "stopped": _stopped_at_max_iter(res, max_iter)}
+                "n_iter": res.n_iter, "stopped": _stopped_at_max_iter(res, max_iter),
+                "restarts": _restart_values(res)}
         return res.Z, sol.beta, sol.intercept, info
 
     def _store_info(self, infos):
         super()._store_info(infos)
         self.W_history_ = [info["history"] for info in infos]
         self.n_iter_ = np.array([info["n_iter"] for info in infos])
+        self.restart_objectives_ = [info["restarts"] for info in infos]
         _warn_if_stopped(self, infos)
 
 
@@ -563,7 +595,7 @@ class SparseKFD(_DirectSparseBase):
     def _fit_binary(self, X, y, kernel, start, k):
         Z0, max_iter, tol, mu = start
         bar = progress(total=max_iter, desc=f"SKFD {k}", disable=None if self.verbose else True)
-        res = direct.skfd_optimize(X, y, Z0, kernel, mu, max_iter=max_iter, tol=tol,
+        res = sparse_learning.skfd_optimize(X, y, Z0, kernel, mu, max_iter=max_iter, tol=tol,
                                    callback=lambda it, W: bar.update(1))
         bar.close()
         sol = _solve_fixed(X, y, res.Z, kernel, float(self.C))
@@ -751,8 +783,8 @@ class ModifiedRS(_DirectSparseBase):
         """The given ``Z``, or ``(n_vectors, seed)`` of the RS construction."""
         if self.Z is not None:
             Z = self.Z[k] if isinstance(self.Z, (list, tuple)) else self.Z
-            return direct._check_Z(Z, X.shape[1])
-        n_vectors = self._check_n_vectors(direct.unique_rows(X).size)
+            return _check_Z(Z, X.shape[1])
+        n_vectors = self._check_n_vectors(sparse_learning.unique_rows(X).size)
         return n_vectors, rng.randint(2**31 - 1)
 
     def _rs_vectors(self, X, y, kernel, start):
@@ -766,7 +798,7 @@ class ModifiedRS(_DirectSparseBase):
                 "construction); sparsekm.reduced_set.construct is not available in this build."
             ) from None
         n_vectors, seed = start
-        svm = direct.full_svm_expansion(X, y, kernel, float(self.C))
+        svm = sparse_learning.full_svm_expansion(X, y, kernel, float(self.C))
         reduced = construct(svm, n_vectors, random_state=seed)
         reduced = getattr(reduced, "expansion", reduced)
         return np.asarray(reduced.vectors)

@@ -1,0 +1,77 @@
+"""Layers stay one-way: kernels/backend -> expansion -> solvers -> models -> compress/cli/reproduce.
+
+Parses the imports of every solver module (no import is executed) and fails on an
+import of a higher layer, whether at module level or inside a function.
+"""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "sparsekm"
+SOLVERS = ("preimage.py", "reduced_set", "approx", "sparse_learning")
+FORBIDDEN = ("sparsekm.models", "sparsekm.compress", "sparsekm.cli", "sparsekm.reproduce")
+
+
+def _solver_files():
+    for name in SOLVERS:
+        p = SRC / name
+        yield from (sorted(p.rglob("*.py")) if p.is_dir() else [p])
+
+
+def _absolute(module, level, path):
+    """The dotted name a (possibly relative) ``from ... import`` refers to."""
+    if level == 0:
+        return module or ""
+    package = list(path.relative_to(SRC.parent).with_suffix("").parts)[:-1]
+    if path.name == "__init__.py":
+        package = list(path.relative_to(SRC.parent).parts)[:-1]
+    base = package[: len(package) - (level - 1)]
+    return ".".join(base + ([module] if module else []))
+
+
+def _imports(path):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom):
+            target = _absolute(node.module, node.level, path)
+            yield node.lineno, target
+            for alias in node.names:  # ``from .. import models``
+                yield node.lineno, f"{target}.{alias.name}"
+
+
+def test_solver_files_found():
+    files = list(_solver_files())
+    assert len(files) >= 15
+    assert SRC / "sparse_learning" / "slmc.py" in files
+
+
+@pytest.mark.parametrize("path", list(_solver_files()), ids=lambda p: str(p.relative_to(SRC)))
+def test_solvers_do_not_import_higher_layers(path):
+    bad = [f"line {line}: {name}" for line, name in _imports(path)
+           if any(name == f or name.startswith(f + ".") for f in FORBIDDEN)]
+    assert not bad, f"{path.relative_to(SRC)} imports a higher layer: {bad}"
+
+
+def test_resolver_sees_relative_imports():
+    # the checker itself: a relative import of models from approx/ is caught
+    p = SRC / "approx" / "distributed.py"
+    assert _absolute("models.kfd", 2, p) == "sparsekm.models.kfd"
+    assert _absolute("fisher", 1, p) == "sparsekm.approx.fisher"
+    assert _absolute(None, 2, SRC / "reduced_set" / "__init__.py") == "sparsekm"
+
+
+def test_direct_alias_is_deprecated():
+    import importlib
+    import sys
+
+    sys.modules.pop("sparsekm.direct", None)
+    with pytest.warns(DeprecationWarning, match="sparse_learning"):
+        direct = importlib.import_module("sparsekm.direct")
+    from sparsekm import sparse_learning
+
+    assert direct.slmc_shared_optimize is sparse_learning.slmc_shared_optimize
