@@ -381,7 +381,8 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
     _parameter_constraints = {
         **_CONSTRAINTS, "init": [StrOptions({"random", "kmeans"}), "array-like"],
         "max_iter": [Interval(Integral, 0, None, closed="left")], "tol": NON_NEGATIVE,
-        "verbose": ["verbose"], "shared": BOOLEAN, "backend": BACKEND}
+        "verbose": ["verbose"], "shared": BOOLEAN, "backend": BACKEND,
+        "n_init": [Interval(Integral, 1, None, closed="left")]}
 
     def __init__(self, n_vectors=10, C=1.0, kernel=None, init="random", max_iter=100, tol=1e-6,
                  random_state=None, verbose=False, n_jobs=None,
