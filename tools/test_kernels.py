@@ -71,18 +71,19 @@ def _probe(python, env):
 
 
 def _counts(xml_path):
-    """Passed/failed/error/skipped counts and failing node ids from a JUnit XML file."""
+    """Passed/failed/error/skipped counts and the failures (id, message) from JUnit XML."""
     root = ET.parse(xml_path).getroot()
     counts = {"passed": 0, "failed": 0, "errors": 0, "skipped": 0}
     failing = []
     for case in root.iter("testcase"):
         name = f"{case.get('classname', '')}::{case.get('name', '')}"
-        if case.find("failure") is not None:
-            counts["failed"] += 1
-            failing.append(name)
-        elif case.find("error") is not None:
-            counts["errors"] += 1
-            failing.append(name)
+        bad = next(((tag, el) for tag in ("failure", "error")
+                    if (el := case.find(tag)) is not None), None)
+        if bad is not None:
+            tag, el = bad
+            counts["failed" if tag == "failure" else "errors"] += 1
+            text = (el.get("message") or "") + "\n" + (el.text or "")
+            failing.append({"test": name, "kind": tag, "message": text[-3000:]})
         elif case.find("skipped") is not None:
             counts["skipped"] += 1
         else:
@@ -95,7 +96,8 @@ def run_one(python, kernel, omp, workers, pytest_args):
     env = _env(kernel, omp)
     with tempfile.TemporaryDirectory() as tmp:
         xml = Path(tmp) / "junit.xml"
-        cmd = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={xml}"]
+        cmd = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--tb=short",
+               f"--junitxml={xml}"]
         if workers:
             cmd += ["-n", str(workers)]
         cmd += list(pytest_args)
@@ -119,7 +121,7 @@ def run_one(python, kernel, omp, workers, pytest_args):
         "summary": summary,
         "seconds_wall": round(seconds, 1),
         "ok": proc.returncode == 0,
-        "output_tail": "" if proc.returncode == 0 else proc.stdout[-4000:] + proc.stderr[-2000:],
+        "output_tail": "" if proc.returncode == 0 else proc.stdout[-2000:] + proc.stderr[-2000:],
     }
 
 
@@ -177,8 +179,8 @@ def main(argv=None):
                   f"errors={rec['errors']:<3} skipped={rec['skipped']:<3} "
                   f"{rec['seconds_wall']:>7.1f} s  {'ok' if rec['ok'] else 'FAILED'}",
                   flush=True)
-            for name in rec["failing"]:
-                print(f"    FAILED {name}", flush=True)
+            for bad in rec["failing"]:
+                print(f"    {bad['kind'].upper()} {bad['test']}", flush=True)
             report["finished_utc"] = _dt.datetime.now(_dt.timezone.utc).isoformat(
                 timespec="seconds")
             report["all_ok"] = ok
