@@ -34,6 +34,7 @@ import hashlib
 import inspect
 import json
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -107,6 +108,9 @@ def code_key(*objs):
         h.update(_normalised_source(obj).encode() + b"\0")
     return h.hexdigest()[:16]
 
+
+#: The part of a :meth:`CellCache.provenance` line that gives the cached cells' compute time.
+_CACHED_COMPUTE = re.compile(r"cells from the cache \(computed .*?; ([0-9.]+) min of compute then\)")
 
 #: :func:`blas_signature` of this process, computed once (threadpoolctl's scan of the loaded
 #: libraries takes milliseconds; the kernel OpenBLAS picked cannot change in a process).
@@ -249,6 +253,13 @@ class CellCache:
             tmp.write_text(json.dumps({"format": FORMAT, "entries": merged}, indent=1,
                                       sort_keys=True) + "\n", encoding="utf-8")
             tmp.replace(self.path)
+
+    @staticmethod
+    def cached_seconds(provenance):
+        """The compute time recorded for the cells a :meth:`provenance` line says came from
+        the cache (0.0 when none did); the inverse of the line's "min of compute then"."""
+        m = _CACHED_COMPUTE.search(provenance or "")
+        return 60.0 * float(m.group(1)) if m else 0.0
 
     def provenance(self, total=None):
         """One line: how many cells came from the cache, when and with which code key."""
