@@ -125,6 +125,18 @@ def run_one(python, kernel, omp, workers, pytest_args):
     }
 
 
+def _commit():
+    """The checked-out commit (with ``+dirty`` for uncommitted changes), or ``None``."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
+                              capture_output=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=ROOT, text=True, capture_output=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head + ("+dirty" if dirty.strip() else "")
+
+
 def _machine():
     cpu = ""
     try:
@@ -154,6 +166,9 @@ def main(argv=None):
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT,
                     help="JSON report (default: benchmarks/results/test_kernels.json)")
     ap.add_argument("--python", default=sys.executable, help="interpreter to test with")
+    ap.add_argument("--append", action="store_true",
+                    help="keep the runs already in --out (other kernels, thread counts or "
+                         "worker counts measured earlier) and add these")
     ap.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
     args = ap.parse_args(argv)
 
@@ -166,12 +181,16 @@ def main(argv=None):
         "pytest_args": args.pytest_args,
         "runs": [],
     }
+    earlier = []
+    if args.append and args.out.exists():
+        earlier = json.loads(args.out.read_text()).get("runs", [])
     ok = True
     for kernel in args.kernels:
         for omp in omps:
             rec = run_one(args.python, kernel, omp, args.workers, args.pytest_args)
             report["runs"].append(rec)
             ok &= rec["ok"]
+            rec["commit"] = _commit()
             arch = sorted({i.get("architecture") for i in rec["blas_reported"]
                            if i.get("internal_api") == "openblas"} - {None})
             print(f"{kernel:<12} OMP={omp!s:<7} reported={','.join(arch) or '?':<20} "
@@ -186,7 +205,9 @@ def main(argv=None):
             report["all_ok"] = ok
             args.out.parent.mkdir(parents=True, exist_ok=True)
             tmp = args.out.with_suffix(".json.tmp")
-            tmp.write_text(json.dumps(report, indent=1) + "\n")
+            full = {**report, "runs": earlier + report["runs"],
+                    "all_ok": all(r["ok"] for r in earlier + report["runs"])}
+            tmp.write_text(json.dumps(full, indent=1) + "\n")
             tmp.replace(args.out)
     print(f"{'all runs passed' if ok else 'SOME RUNS FAILED'}; report: {args.out}")
     return 0 if ok else 1
