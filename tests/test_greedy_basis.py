@@ -136,7 +136,8 @@ def test_partial_fit_close_to_batch(rng, tol):
     mse_online = online.approximation_error(X).mean()
     assert mse_online <= 1.10 * mse_batch + 1e-12
     # The running mse_ (each batch measured when seen) bounds the final one.
-    assert online.mse_ >= mse_online - 1e-12
+    # (equal to rounding when the last batch adds nothing: a relative tolerance)
+    assert online.mse_ >= mse_online * (1 - 1e-9) - 1e-12
     # The incrementally extended Cholesky factor is that of K_r.
     Kr = k(online.basis_vectors_)
     np.testing.assert_allclose(online.cholesky_ @ online.cholesky_.T, Kr, atol=1e-10)

@@ -90,6 +90,75 @@ def test_two_writers_of_one_file_never_resurrect_a_superseded_entry(tmp_path, mo
     assert len(json.loads(path.read_text())["entries"]) == 3
 
 
+def _fake_blas(monkeypatch, architecture, version="0.3.30"):
+    """threadpoolctl reports one OpenBLAS with the given kernel (and a non-BLAS library)."""
+    import threadpoolctl
+
+    info = [{"user_api": "blas", "internal_api": "openblas", "prefix": "libscipy_openblas",
+             "version": version, "architecture": architecture, "num_threads": 2,
+             "filepath": "/x/libscipy_openblas.so"},
+            {"user_api": "openmp", "internal_api": "openmp", "prefix": "libgomp",
+             "version": None, "num_threads": 2, "filepath": "/x/libgomp.so"}]
+    monkeypatch.setattr(threadpoolctl, "threadpool_info", lambda: [dict(i) for i in info])
+    monkeypatch.setattr(cache_mod, "_BLAS", None)  # as in a new process
+
+
+def test_blas_signature_reads_threadpoolctl(monkeypatch):
+    _fake_blas(monkeypatch, "Haswell")
+    assert cache_mod.blas_signature() == "openblas:libscipy_openblas:0.3.30:Haswell"
+
+
+def test_cell_key_changes_with_the_blas_kernel_and_version(tmp_path, monkeypatch):
+    monkeypatch.setattr(cache_mod, "_FRESH", set())
+    cell, params = "banana/1/0.05/slmc", {"C": 10.0}
+    _fake_blas(monkeypatch, "SkylakeX")
+    skx = CellCache.key(cell, params, 0, "code1")
+    _fake_blas(monkeypatch, "Haswell")
+    hsw = CellCache.key(cell, params, 0, "code1")
+    _fake_blas(monkeypatch, "Haswell", version="0.3.31")
+    newer = CellCache.key(cell, params, 0, "code1")
+    assert len({skx, hsw, newer}) == 3
+    _fake_blas(monkeypatch, "SkylakeX")
+    assert CellCache.key(cell, params, 0, "code1") == skx  # deterministic
+    # a value computed under SkylakeX is never served under Haswell ...
+    path = tmp_path / "cache.json"
+    CellCache(path).put(cell, params, 0, "code1", {"error": 0.19})
+    cache_mod._FRESH.clear()
+    assert CellCache(path).get(cell, params, 0, "code1") == {"error": 0.19}
+    _fake_blas(monkeypatch, "Haswell")
+    cache_mod._FRESH.clear()
+    assert CellCache(path).get(cell, params, 0, "code1") is None
+    # ... and computing it there keeps SkylakeX's value (not superseded: another kernel's)
+    CellCache(path).put(cell, params, 0, "code1", {"error": 0.16})
+    entries = json.loads(path.read_text())["entries"].values()
+    assert sorted((e["blas"].rsplit(":", 1)[1], e["value"]["error"]) for e in entries) == [
+        ("Haswell", 0.16), ("SkylakeX", 0.19)]
+    # new code under Haswell supersedes Haswell's entry only
+    CellCache(path).put(cell, params, 0, "code2", {"error": 0.15})
+    entries = json.loads(path.read_text())["entries"].values()
+    assert sorted((e["code"], e["blas"].rsplit(":", 1)[1]) for e in entries) == [
+        ("code1", "SkylakeX"), ("code2", "Haswell")]
+    cache_mod._FRESH.clear()
+    c = CellCache(path)
+    assert c.get(cell, params, 0, "code2") == {"error": 0.15}
+    assert "under BLAS kernel Haswell" in c.provenance()
+
+
+def test_entries_without_blas_miss_and_are_superseded(tmp_path, monkeypatch):
+    """Entries written before the key recorded the BLAS: never served, dropped on recompute."""
+    monkeypatch.setattr(cache_mod, "_FRESH", set())
+    _fake_blas(monkeypatch, "SkylakeX")
+    path = tmp_path / "cache.json"
+    old = {"cell": "a", "params": {}, "seed": 0, "code": "k", "computed": "2026-01-01T00:00:00Z",
+           "seconds": 1.0, "value": {"e": 1}}
+    path.write_text(json.dumps({"format": 2, "entries": {"0123abcd": old}}))
+    c = CellCache(path)
+    assert c.get("a", {}, 0, "k") is None
+    c.put("a", {}, 0, "k", {"e": 2})
+    entries = json.loads(path.read_text())["entries"]
+    assert [e["value"] for e in entries.values()] == [{"e": 2}]
+
+
 def test_no_cache_recomputes_but_reuses_this_process_cells(tmp_path, monkeypatch):
     monkeypatch.setattr(cache_mod, "_FRESH", set())
     path = tmp_path / "cache.json"

@@ -113,16 +113,20 @@ def test_shared_slmc_estimator(blobs):
     np.testing.assert_array_equal(clf2.expansion_.vectors, clf.expansion_.vectors)
     np.testing.assert_array_equal(clf2.expansion_.coef, clf.expansion_.coef)
     # at the same prediction cost (6 kernel evaluations) the shared machine beats two private
-    # vectors per class in the summed W and in accuracy; six private vectors per class (18 in
-    # all) are at least as good in W
+    # vectors per class in the summed W, by a wide margin (W = 989 against 1192 to 1754 for
+    # per2 under the OpenBLAS kernels Prescott ... SkylakeX: the nonconvex per-class fits with
+    # two vectors land in different local minima on different kernels, the shared fit does
+    # not); six private vectors per class (18 in all) are at least as good in W. Training
+    # accuracies of the two 6-vector machines can tie (0.873 both on SkylakeX), so accuracy
+    # is asserted within a stated margin, not as a strict order: per2 reaches 0.767 to 0.880,
+    # the shared machine 0.873 on every kernel; it may trail by at most 3 of 150 points.
     kw = dict(C=10.0, kernel=RBF(0.3), init="kmeans", max_iter=30, random_state=0)
     per2 = SLMC(n_vectors=2, **kw).fit(X, y)
     assert per2.n_vectors_ == 6
-    assert clf.objective_.sum() < per2.objective_.sum()
-    # accuracies can tie (0.8733 both under some BLAS kernels): no strict order between them
-    assert clf.score(X, y) >= per2.score(X, y) - 1.0 / len(y)
+    assert clf.objective_.sum() < 0.95 * per2.objective_.sum()
+    assert clf.score(X, y) >= per2.score(X, y) - 3 / len(X) - 1e-12
     per6 = SLMC(n_vectors=6, **kw).fit(X, y)
-    assert per6.objective_.sum() <= clf.objective_.sum() + 1e-6
+    assert per6.objective_.sum() <= clf.objective_.sum() * (1 + 1e-9) + 1e-6
 
 
 def test_shared_slmc_save_load_and_binary(tmp_path, blobs):

@@ -48,13 +48,8 @@ from scipy.linalg import cho_solve, solve_triangular
 from scipy.special import expit, logit
 
 from .._constraints import BOOLEAN, KERNEL, NON_NEGATIVE, POSITIVE_INT
-from ..expansion import KernelExpansion
-from ..kernels import resolve_kernel
 from ..persistence import register
-from ..utils.progress import progress
-from ..utils.validation import check_scalar, validate_X
-from ._base import binary_targets
-from .rvm import RVC, _posterior_mode
+from .rvm import _posterior_mode, _RVMBase
 
 __all__ = ["FastRVC", "fast_sparse_bayes_logistic", "sparsity_quality", "delta_log_marginal"]
 
@@ -300,7 +295,7 @@ def fast_sparse_bayes_logistic(Phi, t, *, max_iter=10000, tol=1e-3, min_gain=1e-
 
 
 @register
-class FastRVC(RVC):
+class FastRVC(_RVMBase):
     """Relevance vector machine classifier fitted by Tipping & Faul's (2003) fast algorithm.
 
     The same model and marginal likelihood as :class:`~sparsekm.models.RVC`
@@ -376,55 +371,11 @@ class FastRVC(RVC):
     def fit(self, X, y):
         """Fit the RVM by sequential additions, re-estimations and deletions.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,), two classes
-
-        Returns
-        -------
-        self
+        ``X`` of shape (n_samples, n_features), ``y`` with two classes; returns ``self``
+        (the fitting code is shared with RVC, only the solver differs).
         """
-        owner = "FastRVC"
-        max_iter = check_scalar(self.max_iter, "max_iter", owner, kind="int", lower=1)
-        tol = check_scalar(self.tol, "tol", owner, lower=0.0)
-        X = validate_X(self, X)
-        self.classes_, ys = binary_targets(y, owner, X.shape[0])
-        self.kernel_ = resolve_kernel(self.kernel, X, owner, gamma=self.gamma,
-                                      degree=self.degree, coef0=self.coef0)
-        n = X.shape[0]
-        Phi = np.empty((n, n + 1 if self.fit_intercept else n))
-        Phi[:, :n] = self.kernel_(X, X)
-        if not np.isfinite(Phi[:, :n]).all():
-            raise ValueError(f"The kernel {self.kernel_!r} gives non-finite values on X.")
-        if self.fit_intercept:
-            Phi[:, n] = 1.0
-        t = (ys > 0).astype(np.float64)
-        bar = progress(total=max_iter, desc="FastRVC", disable=None if self.verbose else True)
-        try:
-            res = fast_sparse_bayes_logistic(
-                Phi, t, max_iter=max_iter, tol=tol,
-                callback=lambda it, n_act: (bar.update(1), bar.set_postfix(n_active=n_act)))
-        finally:
-            bar.close()
-        del Phi
-        active, mu, alpha = res["active"], res["mu"], res["alpha"]
-        is_kernel = active < n
-        idx = active[is_kernel]
-        b = float(mu[~is_kernel][0]) if (~is_kernel).any() else 0.0
-        self.relevance_indices_ = idx
-        self.relevance_vectors_ = X[idx].copy()
-        self.alpha_ = alpha[is_kernel].copy()
-        self.alpha_intercept_ = float(alpha[~is_kernel][0]) if (~is_kernel).any() else np.inf
-        self.sigma_ = res["Sigma"]
-        self.log_evidence_ = np.asarray(res["log_evidence"])
-        self.n_iter_ = int(res["n_iter"])
-        self.converged_ = bool(res["converged"])
-        with np.errstate(over="ignore", invalid="ignore"):
-            coef = mu[is_kernel].astype(X.dtype)
-        if not (np.isfinite(coef).all() and np.isfinite(b)):
-            raise ValueError(f"The RVM weights overflow {X.dtype}: the kernel values are badly "
-                             "scaled for this data (rescale X or choose another kernel).")
-        self.expansion_ = KernelExpansion(X[idx], coef, self.kernel_, b)
-        self.n_features_in_ = X.shape[1]
-        return self
+        return super().fit(X, y)
+
+    def _solve(self, Phi, t, max_iter, tol, callback, **options):
+        """Tipping & Faul (2003): one action at a time (:func:`fast_sparse_bayes_logistic`)."""
+        return fast_sparse_bayes_logistic(Phi, t, max_iter=max_iter, tol=tol, callback=callback)

@@ -284,8 +284,113 @@ def sparse_bayes_logistic(Phi, t, *, max_iter=1000, tol=1e-3, threshold_alpha=1e
             "converged": converged}
 
 
+class _RVMBase(BinaryExpansionClassifier):
+    """What :class:`RVC` and :class:`~sparsekm.models.FastRVC` share: one model, two solvers.
+
+    Both maximise the Laplace-approximated marginal likelihood of the same sparse
+    Bayesian logistic model over the design matrix ``Phi = [K(X, X), 1]``; they differ
+    only in the algorithm (:meth:`_solve`). This base checks the common parameters,
+    builds ``Phi``, runs the solver behind a progress bar and turns its result (the
+    kept columns, their weights ``mu``, precisions ``alpha``, the Laplace covariance,
+    the evidence history) into the fitted attributes and ``expansion_``.
+    """
+
+    # Fitted state restored by sparsekm.load (see docs/persistence.md).
+    _persist_attrs = {
+        "classes_": spec.array("biufU", (2,)),
+        "kernel_": spec.kernel(),
+        "relevance_indices_": spec.array("iu", ("n_terms",)),
+        "relevance_vectors_": spec.array("f", ("n_terms", "n_features")),
+        "alpha_": spec.array("f", ("n_terms",)),
+        "alpha_intercept_": spec.float(),
+        "sigma_": spec.array("f", (None, None)),
+        "log_evidence_": spec.array("f", (None,)),
+        "n_iter_": spec.int(),
+        "converged_": spec.bool(),
+        "expansion_": spec.expansion(n_terms="n_terms", n_features="n_features", n_outputs=1),
+        "n_features_in_": spec.int(bind="n_features"),
+    }
+
+    def _solver_options(self, owner):
+        """Checked solver-specific parameters, passed to :meth:`_solve` as keywords."""
+        return {}
+
+    def _solve(self, Phi, t, max_iter, tol, callback, **options):
+        """Run the solver on the design matrix; return its result dictionary."""
+        raise NotImplementedError
+
+    def fit(self, X, y):
+        """Fit the RVM; see the class docstring for the algorithm.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,), two classes
+
+        Returns
+        -------
+        self
+        """
+        owner = type(self).__name__
+        max_iter = check_scalar(self.max_iter, "max_iter", owner, kind="int", lower=1)
+        tol = check_scalar(self.tol, "tol", owner, lower=0.0)
+        options = self._solver_options(owner)
+        X = validate_X(self, X)
+        self.classes_, ys = binary_targets(y, owner, X.shape[0])
+        self.kernel_ = resolve_kernel(self.kernel, X, owner, gamma=self.gamma,
+                                      degree=self.degree, coef0=self.coef0)
+        n = X.shape[0]
+        # Phi = [K, 1] filled in place: no second n x n copy of the kernel matrix
+        Phi = np.empty((n, n + 1 if self.fit_intercept else n))
+        Phi[:, :n] = self.kernel_(X, X)
+        if not np.isfinite(Phi[:, :n]).all():
+            raise ValueError(f"The kernel {self.kernel_!r} gives non-finite values on X.")
+        if self.fit_intercept:
+            Phi[:, n] = 1.0
+        t = (ys > 0).astype(np.float64)
+        bar = progress(total=max_iter, desc=owner, disable=None if self.verbose else True)
+        try:
+            res = self._solve(
+                Phi, t, max_iter, tol,
+                lambda it, n_act: (bar.update(1), bar.set_postfix(n_active=n_act)), **options)
+        finally:
+            bar.close()
+        del Phi
+        active, mu, alpha = res["active"], res["mu"], res["alpha"]
+        is_kernel = active < n
+        idx = active[is_kernel]
+        b = float(mu[~is_kernel][0]) if (~is_kernel).any() else 0.0
+        self.relevance_indices_ = idx
+        self.relevance_vectors_ = X[idx].copy()
+        self.alpha_ = alpha[is_kernel].copy()
+        self.alpha_intercept_ = float(alpha[~is_kernel][0]) if (~is_kernel).any() else np.inf
+        self.sigma_ = res["Sigma"]
+        self.log_evidence_ = np.asarray(res["log_evidence"])
+        self.n_iter_ = int(res["n_iter"])
+        self.converged_ = bool(res["converged"])
+        with np.errstate(over="ignore", invalid="ignore"):
+            coef = mu[is_kernel].astype(X.dtype)
+        if not (np.isfinite(coef).all() and np.isfinite(b)):
+            raise ValueError(f"The RVM weights overflow {X.dtype}: the kernel values are badly "
+                             "scaled for this data (rescale X or choose another kernel).")
+        self.expansion_ = KernelExpansion(X[idx], coef, self.kernel_, b)
+        self.n_features_in_ = X.shape[1]
+        return self
+
+    @dask_rowwise
+    def predict_proba(self, X):
+        """``P(t | x) = [1 - sigma(f(x)), sigma(f(x))]`` at the posterior mode (eq. 1, 23).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, 2), columns in the order of ``classes_``.
+        """
+        p = expit(np.asarray(self.decision_function(X), dtype=np.float64))
+        return np.column_stack([1.0 - p, p])
+
+
 @register
-class RVC(BinaryExpansionClassifier):
+class RVC(_RVMBase):
     """Relevance vector machine classifier (Tipping 2001), binary.
 
     The sparse Bayesian model ``P(t = 1 | x) = sigma(sum_i w_i k(x, x_i) + w_0)`` with
@@ -362,22 +467,6 @@ class RVC(BinaryExpansionClassifier):
     (True, True)
     """
 
-    # Fitted state restored by sparsekm.load (see docs/persistence.md).
-    _persist_attrs = {
-        "classes_": spec.array("biufU", (2,)),
-        "kernel_": spec.kernel(),
-        "relevance_indices_": spec.array("iu", ("n_terms",)),
-        "relevance_vectors_": spec.array("f", ("n_terms", "n_features")),
-        "alpha_": spec.array("f", ("n_terms",)),
-        "alpha_intercept_": spec.float(),
-        "sigma_": spec.array("f", (None, None)),
-        "log_evidence_": spec.array("f", (None,)),
-        "n_iter_": spec.int(),
-        "converged_": spec.bool(),
-        "expansion_": spec.expansion(n_terms="n_terms", n_features="n_features", n_outputs=1),
-        "n_features_in_": spec.int(bind="n_features"),
-    }
-
     # Checked by sparsekm.load on every parameter read from a file.
     _parameter_constraints = {
         **KERNEL, "max_iter": POSITIVE_INT, "tol": NON_NEGATIVE, "threshold_alpha": POSITIVE,
@@ -401,69 +490,23 @@ class RVC(BinaryExpansionClassifier):
     def fit(self, X, y):
         """Fit the RVM: posterior mode, Laplace covariance, ``alpha`` re-estimation, pruning.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,), two classes
-
-        Returns
-        -------
-        self
+        ``X`` of shape (n_samples, n_features), ``y`` with two classes; returns ``self``
+        (the fitting code is shared with FastRVC, only the solver differs).
         """
-        owner = "RVC"
-        max_iter = check_scalar(self.max_iter, "max_iter", owner, kind="int", lower=1)
-        tol = check_scalar(self.tol, "tol", owner, lower=0.0)
+        return super().fit(X, y)
+
+    # defined on the base; named here so that the API reference lists it under RVC
+    predict_proba = _RVMBase.predict_proba
+
+    def _solver_options(self, owner):
         threshold = check_scalar(self.threshold_alpha, "threshold_alpha", owner, lower=0.0,
                                  lower_inclusive=False)
         if self.prune_rule not in ("marginal", "threshold"):
-            raise ValueError("The 'prune_rule' parameter of RVC must be 'marginal' or "
+            raise ValueError(f"The 'prune_rule' parameter of {owner} must be 'marginal' or "
                              f"'threshold'. Got {self.prune_rule!r} instead.")
-        X = validate_X(self, X)
-        self.classes_, ys = binary_targets(y, owner, X.shape[0])
-        self.kernel_ = resolve_kernel(self.kernel, X, owner, gamma=self.gamma,
-                                      degree=self.degree, coef0=self.coef0)
-        n = X.shape[0]
-        K = np.asarray(self.kernel_(X, X), dtype=np.float64)
-        if not np.isfinite(K).all():
-            raise ValueError(f"The kernel {self.kernel_!r} gives non-finite values on X.")
-        Phi = np.hstack([K, np.ones((n, 1))]) if self.fit_intercept else K
-        t = (ys > 0).astype(np.float64)
-        bar = progress(total=max_iter, desc="RVC", disable=None if self.verbose else True)
-        try:
-            res = sparse_bayes_logistic(
-                Phi, t, max_iter=max_iter, tol=tol, threshold_alpha=threshold,
-                prune_rule=self.prune_rule,
-                callback=lambda it, n_act: (bar.update(1), bar.set_postfix(n_active=n_act)))
-        finally:
-            bar.close()
-        active, mu, alpha = res["active"], res["mu"], res["alpha"]
-        is_kernel = active < n
-        idx = active[is_kernel]
-        b = float(mu[~is_kernel][0]) if (~is_kernel).any() else 0.0
-        self.relevance_indices_ = idx
-        self.relevance_vectors_ = X[idx].copy()
-        self.alpha_ = alpha[is_kernel].copy()
-        self.alpha_intercept_ = float(alpha[~is_kernel][0]) if (~is_kernel).any() else np.inf
-        self.sigma_ = res["Sigma"]
-        self.log_evidence_ = np.asarray(res["log_evidence"])
-        self.n_iter_ = int(res["n_iter"])
-        self.converged_ = bool(res["converged"])
-        with np.errstate(over="ignore", invalid="ignore"):
-            coef = mu[is_kernel].astype(X.dtype)
-        if not (np.isfinite(coef).all() and np.isfinite(b)):
-            raise ValueError(f"The RVM weights overflow {X.dtype}: the kernel values are badly "
-                             "scaled for this data (rescale X or choose another kernel).")
-        self.expansion_ = KernelExpansion(X[idx], coef, self.kernel_, b)
-        self.n_features_in_ = X.shape[1]
-        return self
+        return {"threshold_alpha": threshold, "prune_rule": self.prune_rule}
 
-    @dask_rowwise
-    def predict_proba(self, X):
-        """``P(t | x) = [1 - sigma(f(x)), sigma(f(x))]`` at the posterior mode (eq. 1, 23).
-
-        Returns
-        -------
-        ndarray of shape (n_samples, 2), columns in the order of ``classes_``.
-        """
-        p = expit(np.asarray(self.decision_function(X), dtype=np.float64))
-        return np.column_stack([1.0 - p, p])
+    def _solve(self, Phi, t, max_iter, tol, callback, **options):
+        """Tipping (2001): every alpha_i re-estimated at once (:func:`sparse_bayes_logistic`)."""
+        return sparse_bayes_logistic(Phi, t, max_iter=max_iter, tol=tol, callback=callback,
+                                     **options)

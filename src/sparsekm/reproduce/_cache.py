@@ -6,13 +6,19 @@ Every entry is stored under a key that hashes
   the modules and functions involved, docstrings and comments left out, plus the
   numpy / scipy / scikit-learn versions),
 - every *parameter* of the cell (data set, split, ratio, method, C, kernel, ...,
-  and a fingerprint of the data arrays themselves), and
-- the *seed*.
+  and a fingerprint of the data arrays themselves),
+- the *seed*, and
+- the *BLAS* in use (:func:`blas_signature`: library, build prefix, version and the
+  compute kernel OpenBLAS picked for this CPU, as threadpoolctl reports them). The
+  nonconvex solvers can end in different local minima when the BLAS rounds
+  differently, so a value computed under another kernel is not this machine's value.
 
 A lookup whose key is not in the file is a miss and the cell is recomputed, so an
-entry written by older code, with other parameters or another seed is never used.
-When a cell is recomputed, entries for the same cell, parameters and seed written
-by other code are dropped from the file. ``read=False`` (``sparsekm reproduce
+entry written by older code, with other parameters, another seed or under another
+BLAS kernel is never used. When a cell is recomputed, entries for the same cell,
+parameters and seed written by other code under the same BLAS (or by a version of
+this module that did not record the BLAS) are dropped from the file; entries of other
+BLAS kernels stay, as the values for those kernels. ``read=False`` (``sparsekm reproduce
 --no-cache``) ignores every entry and recomputes, still writing the fresh cells.
 
 The file is plain JSON with sorted keys (``{"format": 2, "entries": {key: entry}}``),
@@ -28,11 +34,12 @@ import hashlib
 import inspect
 import json
 import os
+import re
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["CellCache", "code_key", "data_fingerprint"]
+__all__ = ["CellCache", "blas_signature", "code_key", "data_fingerprint"]
 
 FORMAT = 2
 #: Keys computed by this process: ``read=False`` still reuses them, so that tables sharing
@@ -102,6 +109,36 @@ def code_key(*objs):
     return h.hexdigest()[:16]
 
 
+#: The part of a :meth:`CellCache.provenance` line that gives the cached cells' compute time.
+_CACHED_COMPUTE = re.compile(r"cells from the cache \(computed .*?; ([0-9.]+) min of compute then\)")
+
+#: :func:`blas_signature` of this process, computed once (threadpoolctl's scan of the loaded
+#: libraries takes milliseconds; the kernel OpenBLAS picked cannot change in a process).
+_BLAS = None
+
+
+def blas_signature():
+    """The BLAS libraries in use, as one string: ``api:prefix:version:kernel`` each, sorted.
+
+    From ``threadpoolctl.threadpool_info()`` (the entries with ``user_api == "blas"``):
+    ``internal_api`` (``openblas``, ``mkl``, ...), ``prefix`` (the shared library, e.g.
+    ``libscipy_openblas``), ``version`` and ``architecture`` (the compute kernel, e.g.
+    ``SkylakeX``, or ``Katmai`` under ``OPENBLAS_CORETYPE=Prescott``). numpy's and
+    scipy's BLAS are both loaded first, so the answer does not depend on import order.
+    Thread counts are not part of it.
+    """
+    global _BLAS
+    if _BLAS is None:
+        import scipy.linalg  # noqa: F401  (loads scipy's BLAS)
+        import threadpoolctl
+
+        libs = {":".join(str(info.get(k) or "?")
+                         for k in ("internal_api", "prefix", "version", "architecture"))
+                for info in threadpoolctl.threadpool_info() if info.get("user_api") == "blas"}
+        _BLAS = "+".join(sorted(libs)) or "none"
+    return _BLAS
+
+
 def data_fingerprint(*arrays):
     """Short sha256 of the arrays' dtypes, shapes and bytes."""
     h = hashlib.sha256()
@@ -140,7 +177,7 @@ def _file_lock(path):
 
 
 class CellCache:
-    """Cells keyed by (cell, parameters, seed, code key); see the module docstring.
+    """Cells keyed by (cell, parameters, seed, code key, BLAS); see the module docstring.
 
     Parameters
     ----------
@@ -167,8 +204,9 @@ class CellCache:
 
     @staticmethod
     def key(cell, params, seed, code):
-        """The entry key: sha256 of the canonical JSON of all four."""
-        blob = _canonical({"cell": cell, "params": params, "seed": seed, "code": code})
+        """The entry key: sha256 of the canonical JSON of all four and :func:`blas_signature`."""
+        blob = _canonical({"cell": cell, "params": params, "seed": seed, "code": code,
+                           "blas": blas_signature()})
         return hashlib.sha256(blob.encode()).hexdigest()[:24]
 
     def get(self, cell, params, seed, code):
@@ -188,8 +226,9 @@ class CellCache:
         """Store a freshly computed value (and drop superseded entries of the same cell)."""
         key = self.key(cell, params, seed, code)
         params_c = _canonical(params)
+        blas = blas_signature()
         entry = {"cell": cell, "params": json.loads(params_c), "seed": seed, "code": code,
-                 "computed": datetime.datetime.now(datetime.timezone.utc).strftime(
+                 "blas": blas, "computed": datetime.datetime.now(datetime.timezone.utc).strftime(
                      "%Y-%m-%dT%H:%M:%SZ"),
                  "seconds": None if seconds is None else round(float(seconds), 3),
                  "value": json.loads(_canonical(value))}
@@ -206,13 +245,21 @@ class CellCache:
             on_disk = self._load()
             merged = {k: e for k, e in on_disk.items()
                       if not (e.get("cell") == cell and e.get("seed") == seed
-                              and _canonical(e.get("params")) == params_c and k != key)}
+                              and _canonical(e.get("params")) == params_c and k != key
+                              and e.get("blas", blas) == blas)}
             merged[key] = entry
             self.entries = merged
             tmp = self.path.with_suffix(self.path.suffix + f".{os.getpid()}.tmp")
             tmp.write_text(json.dumps({"format": FORMAT, "entries": merged}, indent=1,
                                       sort_keys=True) + "\n", encoding="utf-8")
             tmp.replace(self.path)
+
+    @staticmethod
+    def cached_seconds(provenance):
+        """The compute time recorded for the cells a :meth:`provenance` line says came from
+        the cache (0.0 when none did); the inverse of the line's "min of compute then"."""
+        m = _CACHED_COMPUTE.search(provenance or "")
+        return 60.0 * float(m.group(1)) if m else 0.0
 
     def provenance(self, total=None):
         """One line: how many cells came from the cache, when and with which code key."""
@@ -225,8 +272,11 @@ class CellCache:
             secs = sum(e.get("seconds") or 0.0 for e in self.hits)
             first, last = stamps[0].replace("T", " "), stamps[-1].replace("T", " ")
             when = first if first == last else f"{first} to {last}"
+            kernels = sorted({lib.rsplit(":", 1)[-1] for e in self.hits
+                              for lib in (e.get("blas") or "?:?").split("+")})
             parts.append(f"{n_hit} of {total} cells from the cache (computed {when} with code "
-                         f"key{'s' if len(codes) > 1 else ''} {', '.join(codes)}; "
+                         f"key{'s' if len(codes) > 1 else ''} {', '.join(codes)} under BLAS "
+                         f"kernel{'s' if len(kernels) > 1 else ''} {', '.join(kernels)}; "
                          f"{secs / 60:.1f} min of compute then)")
         if n_new:
             secs = sum(e.get("seconds") or 0.0 for e in self.computed)

@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import Result, Section, Target, section_of
+from ._cache import CellCache
 
 __all__ = ["Record", "parse_results", "render_results", "write_results", "run_all", "scoreboard",
-           "pinned_threads"]
+           "run_times", "pinned_threads", "figure_link"]
 
 NOT_RERUN = "(not re-run)"
 _BEGIN = re.compile(r"^<!-- sparsekm:begin (\S+) -->$", re.M)
@@ -42,6 +43,10 @@ class Record:
     seconds: float | None = None
     rerun: bool = True
     quick: bool = False
+    #: recorded compute time of the cells this run took from the cell cache (see
+    #: :meth:`~sparsekm.reproduce._cache.CellCache.cached_seconds`)
+    cached_seconds: float = 0.0
+    date: str = ""
 
 
 def _json_comment(obj):
@@ -112,6 +117,26 @@ def run_one(entry, ctx):
         return entry.func(ctx)
 
 
+def figure_link(fig, results_dir):
+    """The link to figure ``fig`` written into a results file in ``results_dir``.
+
+    Relative to ``results_dir`` (``figures/x.png`` for ``docs/results.md`` and
+    ``--out docs/figures``), from the paths as given (symbolic links are not resolved,
+    so a link never names the folder another checkout happens to live in). A figure
+    outside ``results_dir`` (figures written into another checkout, or to another
+    drive) is linked as ``<its folder's name>/<file>``, the layout beside the results
+    file, never as ``../..`` into a folder that exists only on this machine.
+    """
+    fig, results_dir = Path(os.path.abspath(fig)), Path(os.path.abspath(results_dir))
+    try:
+        rel = Path(os.path.relpath(fig, results_dir)).as_posix()
+    except ValueError:  # another drive (Windows)
+        rel = "../"
+    if rel.startswith("../"):
+        rel = f"{fig.parent.name}/{fig.name}"
+    return rel
+
+
 def record_from_result(res: Result, ctx, results_dir, date=None):
     """Render a fresh :class:`Result` as its block."""
     date = date or datetime.date.today().isoformat()
@@ -128,12 +153,7 @@ def record_from_result(res: Result, ctx, results_dir, date=None):
     if res.notes:
         lines += [f"- {n}" for n in res.notes] + [""]
     for fig in res.figures:
-        fig = Path(fig)
-        try:
-            rel = Path(os.path.relpath(fig.resolve(), Path(results_dir).resolve())).as_posix()
-        except ValueError:  # another drive (Windows)
-            rel = fig.as_posix()
-        lines.append(f"![{fig.stem}]({rel})")
+        lines.append(f"![{Path(fig).stem}]({figure_link(fig, results_dir)})")
     if res.figures:
         lines.append("")
     payload = {"targets": [t.__dict__ for t in res.targets], "data": res.data,
@@ -142,7 +162,7 @@ def record_from_result(res: Result, ctx, results_dir, date=None):
     lines += [f"<!-- sparsekm:record {_json_comment(payload)} -->",
               f"<!-- sparsekm:end {res.name} -->"]
     return Record(res.name, "\n".join(lines), list(res.targets), dict(res.data), res.seconds,
-                  True, bool(ctx.quick))
+                  True, bool(ctx.quick), CellCache.cached_seconds(res.provenance), date)
 
 
 def parse_results(text):
@@ -167,7 +187,9 @@ def parse_results(text):
         targets = [Target(**t) for t in payload.get("targets", [])
                    if isinstance(t, dict) and {"target", "ours"} <= set(t)]
         out[name] = Record(name, block, targets, payload.get("data") or {},
-                           payload.get("seconds"), False, bool(payload.get("quick")))
+                           payload.get("seconds"), False, bool(payload.get("quick")),
+                           CellCache.cached_seconds(payload.get("provenance")),
+                           str(payload.get("date") or ""))
     return out
 
 
@@ -263,6 +285,40 @@ def scoreboard(registry, records):
     return "\n".join(out)
 
 
+def run_times(registry, records):
+    """The "Run times" section: every reproduction's measured time, the one source for them.
+
+    "From scratch" is the wall time of the run that wrote the block plus the compute time
+    recorded for the cells it took from the cell cache (when they were computed); README
+    and docs link here instead of quoting times.
+    """
+    out = ["## Run times", "",
+           "Measured by the run that wrote each section (`OMP_NUM_THREADS=1` on a shared "
+           "2-core development machine with other jobs running, so indicative only; the "
+           "load average is in the \"Last run\" line above). *From scratch* adds, to that "
+           "run's wall time, the compute time recorded for the cells it served from the "
+           "cell cache (`--no-cache` recomputes them); tables that share cells (Wu et al. "
+           "Tables 1 and 3) each count the shared cells, so the total overstates a "
+           "from-scratch run of all of them.", "",
+           "| reproduction | from scratch | that run | cells from the cache | date |",
+           "|---|---|---|---|---|"]
+    total = n = 0
+    for e in registry.values():
+        rec = records.get(e.name)
+        if rec is None or rec.seconds is None:
+            out.append(f"| `{e.name}` | not run | | | |")
+            continue
+        scratch = rec.seconds + rec.cached_seconds
+        total += scratch
+        n += 1
+        cached = _fmt_seconds(rec.cached_seconds) if rec.cached_seconds else "-"
+        out.append(f"| `{e.name}`{' (--quick)' if rec.quick else ''} | {_fmt_seconds(scratch)} "
+                   f"| {_fmt_seconds(rec.seconds)} | {cached} | {rec.date or '-'} |")
+    out.append(f"| all {n} of {len(registry)} with a recorded time | **{_fmt_seconds(total)}** "
+               "| | | |")
+    return "\n".join(out)
+
+
 def render_results(registry, records, *, run_info="", mark_kept=True):
     """The whole results file from the registry's sections and ``{name: Record}``."""
     groups = {}
@@ -270,9 +326,6 @@ def render_results(registry, records, *, run_info="", mark_kept=True):
         sec = section_of(entry) or _OTHER
         groups.setdefault(id(sec), (sec, []))[1].append(entry)
     ordered = sorted(groups.values(), key=lambda g: g[0].order)
-    known = [records[e.name].seconds for e in registry.values()
-             if e.name in records and records[e.name].seconds is not None]
-    total = sum(known)
     out = ["# Reproduced results", "",
            "<!-- Generated by `sparsekm reproduce all`: do not edit by hand. Texts come from "
            "src/sparsekm/reproduce/*.py (SECTION, Result.notes/targets). -->", "",
@@ -285,12 +338,10 @@ def render_results(registry, records, *, run_info="", mark_kept=True):
            "with other jobs running (`OMP_NUM_THREADS=1`), so they are indicative only.", ""]
     if run_info:
         out += [run_info, ""]
-    out += [f"All {len(registry)} reproductions together: {_fmt_seconds(total)} of recorded "
-            f"run time ({len(known)} of {len(registry)} with a recorded time).", "",
-            "Contents:", ""]
+    out += ["Contents:", ""]
     out += [f"- {sec.title}: " + ", ".join(f"`{e.name}`" + (" (slow)" if e.slow else "")
                                          for e in entries) for sec, entries in ordered]
-    out.append("")
+    out += ["", run_times(registry, records), ""]
     board = scoreboard(registry, records)
     if board:
         out += [board, ""]

@@ -71,13 +71,15 @@ The three tables share their cells through a keyed cache,
 is keyed by a hash of the code that computes the cell (the syntax trees of `run_cell` and the
 solver modules it uses, docstrings and comments left out, plus the numpy / scipy /
 scikit-learn versions), every parameter (data set, split, ratio, method, C, gamma, mu, a
-fingerprint of the data arrays) and the seed: a cell computed by other code, with other
-parameters or another seed is never used, and a miss recomputes. `--no-cache` recomputes every
-cell (and must give the same tables); `--cached-only` computes nothing and prints "n/a" for a
-cell without an entry. Each table's command line says how many cells came from the cache,
-when and with which code key they were computed. Computing every cell from scratch takes about
-1.6 h of CPU; `--datasets banana,titanic` runs the tables for some columns only, so a long
-regeneration can be done in pieces.""",
+fingerprint of the data arrays), the seed and the BLAS in use (library, version and the
+kernel OpenBLAS picked for the CPU, from threadpoolctl): a cell computed by other code, with
+other parameters, another seed or under another BLAS kernel is never used, and a miss
+recomputes. `--no-cache` recomputes every cell (the same tables under the same BLAS kernel);
+`--cached-only` computes nothing and prints "n/a" for a cell without an entry. Each table's
+command line says how many cells came from the cache, when, with which code key and under
+which BLAS kernel they were computed. The time to compute every cell from scratch is in the
+generated [run times](#run-times); `--datasets banana,titanic` runs the tables for some
+columns only, so a long regeneration can be done in pieces.""",
     outro="""\
 Notes on the comparison:
 - USPS: our one-vs-rest SVMs keep 505 SVs per classifier on average (2640 distinct over
