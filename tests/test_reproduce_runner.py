@@ -264,5 +264,5 @@ def test_cached_only_computes_nothing(tmp_path, capsys):
                  "--cache", str(cache), "--out", str(tmp_path), "--write-results", "-"]) == 0
     text = capsys.readouterr().out
     assert "n/a / 16.5" in text and "from the cache" not in text
-    assert "40 of 40 cells not run (n/a)" in text
+    assert "120 of 120 cells not run (n/a)" in text  # 4 cells x 10 splits x 3 seeds
     assert not cache.exists()
