@@ -78,7 +78,17 @@ cell (and must give the same tables); `--cached-only` computes nothing and print
 cell without an entry. Each table's command line says how many cells came from the cache,
 when and with which code key they were computed. Computing every cell from scratch takes about
 1.6 h of CPU; `--datasets banana,titanic` runs the tables for some columns only, so a long
-regeneration can be done in pieces.""",
+regeneration can be done in pieces.
+
+Seeds and BLAS kernels (issue 23): every seeded cell (RS, MRS, RSVM, MRSVM, SLMC, SKFD) is
+the mean over `--seeds 3` seeds (the seed is part of each entry's key) x the splits, shown
+with the range of the per-seed means and a verdict against the paper (+ better, = within
+the range, − worse); the time above is for one seed, and each further seed adds the seeded
+cells again. Tables 2-3 also show, where cells computed under other BLAS kernels exist, the
+spread across kernels beside the spread across seeds: each kernel has its own cache,
+`benchmarks/results/slmc_kernels/KERNEL.json`, filled by e.g. `OPENBLAS_CORETYPE=Prescott
+sparsekm reproduce wu-table2 wu-table3 --datasets banana --cache
+benchmarks/results/slmc_kernels/Prescott.json --write-results -`.""",
     outro="""\
 Notes on the comparison:
 - USPS: our one-vs-rest SVMs keep 505 SVs per classifier on average (2640 distinct over
@@ -647,15 +657,15 @@ KERNEL_CACHE_DIR = "slmc_kernels"
 
 
 def blas_kernel():
-    """``"openblas 0.3.27 SkylakeX"``: the BLAS library, version and kernel this process uses
-    (threadpoolctl), or ``"unknown"``."""
+    """``"openblas 0.3.30 SkylakeX + openblas 0.3.31 SkylakeX"``: every BLAS library loaded
+    (numpy's and scipy's), with version and kernel (threadpoolctl), sorted; ``"unknown"``
+    when none reports. ``OPENBLAS_CORETYPE=Prescott`` shows as OpenBLAS's "Katmai"."""
     from threadpoolctl import threadpool_info
 
-    for info in threadpool_info():
-        if info.get("user_api") == "blas":
-            return " ".join(str(info.get(k)) for k in ("internal_api", "version",
+    libs = sorted({" ".join(str(info.get(k)) for k in ("internal_api", "version",
                                                         "architecture") if info.get(k))
-    return "unknown"
+                   for info in threadpool_info() if info.get("user_api") == "blas"})
+    return " + ".join(libs) or "unknown"
 
 
 def kernel_caches(cache):
