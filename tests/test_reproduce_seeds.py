@@ -55,6 +55,24 @@ def test_mean_over_seeds_and_splits_with_the_spread(monkeypatch):
     assert slmc._spread(one) is None and slmc._fmt(one) == "19.0"
 
 
+def test_cached_only_shows_the_complete_seeds(monkeypatch):
+    """--cached-only: a seed missing a split is left out and the cell says so."""
+    from sparsekm.reproduce import slmc
+
+    def run(name, split, ratio, method, cache, ctx, compute=True, seed=None):
+        assert not compute
+        return None if (seed, split) == (2, 2) else {"error": 0.1 * (seed + 1)}
+
+    monkeypatch.setattr(slmc, "_run", run)
+    monkeypatch.setattr(slmc, "_splits", lambda name, quick: [1, 2])
+    ctx = Context(seeds=3, cached_only=True)
+    vals = slmc._mean("banana", 0.05, "slmc", None, ctx)
+    assert sorted(slmc.seed_means(vals)) == [0, 1]
+    assert slmc._shown(vals, 12.0, ctx, "slmc") == "15.0 (10.0–20.0) [2 of 3 seeds] = / 12.0"
+    monkeypatch.setattr(slmc, "_run", lambda *a, **k: None)
+    assert slmc._mean("banana", 0.05, "slmc", None, ctx) is None
+
+
 def test_much_worse_cell_gets_measured_evidence(monkeypatch):
     from sparsekm.reproduce import slmc
 

@@ -481,18 +481,22 @@ def _split_text(ctx):
 
 def _mean(name, ratio, method, cache, ctx, progress=None):
     """Every run of a cell: the values of each seed (:func:`cell_seeds`) x split, each with
-    its ``"_seed"``; ``None`` when one of them is missing (``--cached-only``)."""
+    its ``"_seed"``. With ``--cached-only`` a seed missing a split is left out (the cell
+    then says how many seeds it has, :func:`_fmt`); ``None`` when no seed is complete."""
     vals = []
     for seed in cell_seeds(ctx, method):
+        got = []
         for split in _splits(name, ctx.quick):
             r = _run(name, split, ratio, method, cache, ctx,
                      compute=not getattr(ctx, "cached_only", False), seed=seed)
             if progress is not None:
                 progress.update(1)
             if r is None:
-                return None
-            vals.append(dict(r, _seed=seed))
-    return vals
+                break
+            got.append(dict(r, _seed=seed))
+        else:
+            vals += got
+    return vals or None
 
 
 def _n_runs(cols, ctx, methods):
@@ -548,16 +552,19 @@ def _partial_reason(name, ratio, method, cache, ctx):
             f"not computed: run `sparsekm reproduce wu-table1 --datasets {name}`")
 
 
-def _fmt(vals, key="error", scale=100, paper=None):
+def _fmt(vals, key="error", scale=100, paper=None, want=None):
     """The cell as shown: the mean over seeds x splits, then the range of the per-seed
     means and, with ``paper``, the verdict against it (+ better, = within the spread or
-    tied, - worse; :func:`~sparsekm.reproduce._report.classify`)."""
+    tied, - worse; :func:`~sparsekm.reproduce._report.classify`); ``want``: the seeds asked
+    for, noted when fewer are cached (``--cached-only``)."""
     if vals is None:
         return "n/a"
     text = f"{scale * np.mean([v[key] for v in vals]):.1f}"
     spread = _spread(vals, key, scale)
     if spread is not None:
         text += f" ({spread[0]:.1f}–{spread[1]:.1f})"
+    if want is not None and len(seed_means(vals, key, scale)) < want:
+        text += f" [{len(seed_means(vals, key, scale))} of {want} seeds]"
     if paper is not None:
         text += " " + _MARK[classify({"ours": round(scale * float(np.mean(
             [v[key] for v in vals])), 1), "paper": paper, "spread": spread})]
@@ -565,6 +572,11 @@ def _fmt(vals, key="error", scale=100, paper=None):
 
 
 _MARK = {"better": "+", "tie": "=", "worse": "−"}
+
+
+def _shown(vals, paper, ctx, method):
+    """A seeded cell of a table: "ours (spread) verdict / paper" (:func:`_fmt`)."""
+    return f"{_fmt(vals, paper=paper, want=len(cell_seeds(ctx, method)))} / {paper}"
 
 
 def _num(vals, key="error", scale=100):
@@ -619,8 +631,10 @@ def _evidence(col, method, vals, svm, key="error", scale=100):
     def ev():
         parts = [CAUSES.get(method, method)]
         if svm is not None:
-            parts.append(f"our SVM on {LABELS[col]}: N_SV {_nsv(svm)} (paper "
-                         f"{_paper(PAPER_NSV, col)}), error {_fmt(svm)} % (paper "
+            nsv = (f"{_nsv(svm)} per classifier, {svm[0].get('n_sv_union', 'n/a')} distinct "
+                   f"(paper {_paper(PAPER_NSV, col)} distinct)" if col == "usps" else
+                   f"{_nsv(svm)} (paper {_paper(PAPER_NSV, col)})")
+            parts.append(f"our SVM on {LABELS[col]}: N_SV {nsv}, error {_fmt(svm)} % (paper "
                          f"{_paper(PAPER_T1[('svm', None)], col)})")
         if vals:
             if "n_z" in vals[0]:
@@ -810,8 +824,7 @@ def table1(ctx):
             means[m, ratio] = {c: None if v is None else 100 * float(np.mean(
                 [x["error"] for x in v])) for c, v in vals.items()}
             rows.append([f"{int(ratio * 100)}% {NAMES[m]} (ours / paper)"] + [
-                f"{_fmt(vals[c], paper=_paper(PAPER_T1[(m, ratio)], c))} / "
-                f"{_paper(PAPER_T1[(m, ratio)], c)}" for c in cols])
+                _shown(vals[c], _paper(PAPER_T1[(m, ratio)], c), ctx, m) for c in cols])
             for c in COLUMNS:
                 cells.append(_cell("Wu et al. 2006, Table 1", f"{LABELS[c]} {int(ratio * 100)}% {NAMES[m]}",
                                    means[m, ratio].get(c), _paper(PAPER_T1[(m, ratio)], c),
@@ -896,8 +909,7 @@ def table2(ctx):
             vals = {c: _mean(c, ratio, m, cache, ctx, bar) for c in cols}
             label = "random" if m == "slmc" else "k-means"
             rows.append([f"{int(ratio * 100)}% {label} (ours / paper)"] + [
-                f"{_fmt(vals[c], paper=_paper(PAPER_T2[(m, ratio)], c))} / "
-                f"{_paper(PAPER_T2[(m, ratio)], c)}" for c in cols])
+                _shown(vals[c], _paper(PAPER_T2[(m, ratio)], c), ctx, m) for c in cols])
             cells += [_cell("Wu et al. 2006, Table 2", f"{LABELS[c]} {int(ratio * 100)}% {label}",
                             _num(vals.get(c)), _paper(PAPER_T2[(m, ratio)], c),
                             None if c in cols else _not_shown(ctx), _spread(vals.get(c)),
@@ -953,16 +965,14 @@ def table3(ctx):
     for m in ("rs", "mrs", "rsvm", "mrsvm"):
         vals = {c: _mean(c, 0.10, m, cache, ctx, bar) for c in cols}
         rows.append([f"10% {NAMES[m]} (ours / paper)"] + [
-            f"{_fmt(vals[c], paper=_paper(PAPER_T1[(m, 0.10)], c))} / "
-            f"{_paper(PAPER_T1[(m, 0.10)], c)}" for c in cols])
+            _shown(vals[c], _paper(PAPER_T1[(m, 0.10)], c), ctx, m) for c in cols])
         cells += [_cell("Wu et al. 2006, Table 3", f"{LABELS[c]} 10% {NAMES[m]}", _num(vals.get(c)),
                         _paper(PAPER_T1[(m, 0.10)], c), why(c), _spread(vals.get(c)),
                         _evidence(c, m, vals.get(c), svm.get(c))) for c in ida]
         spreads.append((f"10% {NAMES[m]}", 0.10, m))
     vals = {c: _mean(c, 0.10, "skfd_cv", cache, ctx, bar) for c in cols}
     rows.append(["10% SKFD, mu by 5-fold CV on the training set (ours / paper)"] + [
-        f"{_fmt(vals[c], paper=PAPER_T3_SKFD[IDA_SETS.index(c)])} / "
-        f"{PAPER_T3_SKFD[IDA_SETS.index(c)]}" for c in cols])
+        _shown(vals[c], PAPER_T3_SKFD[IDA_SETS.index(c)], ctx, "skfd_cv") for c in cols])
     cells += [_cell("Wu et al. 2006, Table 3", f"{LABELS[c]} 10% SKFD", _num(vals.get(c)),
                     PAPER_T3_SKFD[IDA_SETS.index(c)], why(c), _spread(vals.get(c)),
                     _evidence(c, "skfd_cv", vals.get(c), svm.get(c))) for c in ida]
