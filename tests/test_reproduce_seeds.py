@@ -128,3 +128,21 @@ def test_seeds_option(tmp_path):
               "--write-results", "-"])
     assert command_line("wu-table2", Context(seeds=5)).endswith("--seeds 5")
     assert "--seeds" not in command_line("wu-table2", Context())
+
+
+def test_kernel_table_puts_the_kernel_spread_beside_the_seed_spread(monkeypatch):
+    from sparsekm.reproduce import slmc
+
+    _fake_runs(monkeypatch, {0: [0.20, 0.18], 1: [0.16, 0.16], 2: [0.14, 0.16]})
+    monkeypatch.setattr(slmc, "kernel_means", lambda name, ratio, m, cache, ctx: (
+        {"Prescott": 17.5, "Haswell": 16.0} if name == "banana" else {}))
+    cache = CellCache(None)
+    text = slmc._kernel_table([("5% random", 0.05, "slmc")], ["banana", "titanic"], cache,
+                              Context(seeds=3))
+    row = next(line for line in text.splitlines() if line.startswith("| Banana"))
+    # ours 16.7; seeds 15.0-19.0 (width 4.0); kernels 16.0-17.5 (width 1.5) incl. this run
+    assert row == ("| Banana 5% random | 16.7 | 15.0–19.0 (4.0) | 16.0–17.5 (1.5) | "
+                   "Haswell 16.0, Prescott 17.5, this run 16.7 |")
+    assert "Titanic" not in text and not cache.hits
+    assert slmc._kernel_table([("5% random", 0.05, "slmc")], ["titanic"], cache,
+                              Context(seeds=3)) == ""
