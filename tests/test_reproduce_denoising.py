@@ -135,6 +135,13 @@ def test_usps_denoise_validation_n_never_reads_the_test_set(tmp_path, monkeypatc
     # the test MSE (and so the paper-protocol rows) did change
     assert results[0].table != results[1].table
     assert any("validation" in line for line in results[0].table.splitlines())
+    # issue 23: the uncentred ablation has no row with n chosen on the test digits
+    rows = results[0].table.splitlines()[2:]
+    assert [r for r in rows if "uncentred" in r] and \
+        not [r for r in rows if "uncentred" in r and "test set" in r]
+    assert set(a["validation_chosen_n"]) == {f"{n} / {v}" for n in ("Gaussian (sigma = 0.5)",
+                                                                        "speckle (p = 0.2)")
+                                              for v in ("centred", "uncentred")}
 
 
 def test_half_circle_square_rule_rows_do_not_look_at_the_curve(ctx, monkeypatch):

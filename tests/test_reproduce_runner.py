@@ -181,9 +181,12 @@ def test_scoreboard_counts_published_cells(monkeypatch, tmp_path):
     text = _run(tmp_path, "all")
     assert "## Fidelity scoreboard" in text
     assert text.index("## Fidelity scoreboard") < text.index("## Fast paper (issue 98)")
-    # 4 published, 3 reproduced, 1 at least as good; worst: row 3 (+50 %) beats row 2 (+20 %)
-    assert "| Paper A, Table 1 | 4 | 3 | 1 | row 3: 3 vs 2 | `cells` |" in text
-    assert "| Paper A, Table 2 | 1 | 1 | 1 | cell x: 1 vs 1 | `cells` |" in text
+    # 4 published, 3 reproduced: 1 better, 0 tied, 2 worse (1 much worse: row 3, +50 %);
+    # worst: row 3 (+50 %) beats row 2 (+20 %)
+    line1 = "| Paper A, Table 1 | 4 | 3 | 1 | 0 | 2 (1) | row 3: 3 vs 2 | `cells` |"
+    assert line1 in text
+    assert "| Paper A, Table 2 | 1 | 1 | 0 | 1 | 0 (0) | cell x: 1 vs 1 | `cells` |" in text
+    assert "- Paper A, Table 1, 1 cell: row 3 (3 vs 2). no explanation recorded" in text
     assert "Paper A, Table 1, 1 cell not reproduced: data not available. Cells: row 4." in text
     # the run-time line says where the cells come from
     assert "3 of 4 cells from the cache (computed 2026-01-01 with code key abc)" in text
@@ -191,7 +194,54 @@ def test_scoreboard_counts_published_cells(monkeypatch, tmp_path):
     results = tmp_path / "docs" / "results.md"
     assert main(["reproduce", "all", "--render-only", "--quiet", "--write-results",
                  str(results)]) == 0
-    assert "| Paper A, Table 1 | 4 | 3 | 1 | row 3: 3 vs 2 | `cells` |" in results.read_text()
+    assert line1 in results.read_text()
+
+
+def test_classify_ties_at_the_papers_precision():
+    """A cell equal to the paper only after rounding is a tie, not "at least as good"."""
+    from sparsekm.reproduce._report import classify
+
+    def v(ours, paper, **kw):
+        return classify({"ours": ours, "paper": paper, **kw})
+
+    assert v(4.73, 4.7) == "tie" and v(4.66, 4.7) == "tie"  # 4.7 as printed
+    assert v(4.64, 4.7) == "better" and v(4.76, 4.7) == "worse"
+    assert v(13, 13) == "tie" and v(12, 13) == "better" and v(14, 13) == "worse"
+    assert v(13.4, 13) == "tie"  # an integer paper cell: ours rounded to an integer
+    assert v(20.694, 20.69) == "tie" and v(20.68, 20.69) == "better"  # two decimals printed
+    assert v(10.04, 10.0) == "tie" and v(9.94, 10.0) == "better"  # "10.0": one decimal
+    # higher is better (denoising ratios)
+    assert v(1.6, 1.5, higher_is_better=True) == "better"
+    assert v(1.4, 1.5, higher_is_better=True) == "worse"
+    assert v(1.504, 1.5, higher_is_better=True) == "tie"
+
+
+def test_classify_judges_a_seeded_cell_by_its_spread():
+    from sparsekm.reproduce._report import classify
+
+    def v(lo, hi, paper):
+        return classify({"ours": (lo + hi) / 2, "paper": paper, "spread": [lo, hi]})
+
+    assert v(14.9, 19.3, 16.5) == "tie"    # the paper inside the per-seed range
+    assert v(16.54, 19.3, 16.5) == "tie"   # 16.54 rounds to the paper's 16.5
+    assert v(16.6, 19.3, 16.5) == "worse"  # every seed's mean worse
+    assert v(13.0, 16.4, 16.5) == "better"
+
+
+def test_much_worse_is_one_point_or_twenty_percent():
+    from sparsekm.reproduce._report import much_worse
+
+    def m(ours, paper, name="x error"):
+        return much_worse({"ours": ours, "paper": paper, "cell": name})
+
+    assert m(27.9, 26.8)              # 1.1 points (a cell in %)
+    assert not m(27.8, 26.8)          # 1.0 point, 3.7 %
+    assert m(5.9, 4.9)                # 1.0 point but 20.4 % relative
+    assert not m(15, 13, "RS-10 digit 4")  # a count: 15.4 % relative, points do not apply
+    assert m(16, 13, "RS-10 digit 4")      # 23 %
+    assert not m(16.6, 16.5)          # worse, not much worse
+    assert not much_worse({"ours": 19.3, "paper": 16.5, "cell": "x error",
+                           "spread": [14.9, 19.3]})  # within the seed spread: a tie
 
 
 def test_cache_flags_are_validated(tmp_path, capsys):
@@ -214,5 +264,5 @@ def test_cached_only_computes_nothing(tmp_path, capsys):
                  "--cache", str(cache), "--out", str(tmp_path), "--write-results", "-"]) == 0
     text = capsys.readouterr().out
     assert "n/a / 16.5" in text and "from the cache" not in text
-    assert "40 of 40 cells not run (n/a)" in text
+    assert "120 of 120 cells not run (n/a)" in text  # 4 cells x 10 splits x 3 seeds
     assert not cache.exists()

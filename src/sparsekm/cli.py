@@ -320,6 +320,8 @@ def cmd_reproduce(args):
     out, results_path = _reproduce_paths(args, run_all_names)
     if args.no_cache and args.cached_only:
         raise SystemExit(_usage_error("--no-cache and --cached-only exclude each other"))
+    if args.seeds < 1:
+        raise SystemExit(_usage_error(f"--seeds must be at least 1; got {args.seeds}"))
     datasets = None
     if args.datasets:
         from .reproduce.slmc import COLUMNS
@@ -336,7 +338,8 @@ def cmd_reproduce(args):
         cache = repo_cache if repo_cache.parent.is_dir() else None
     ctx = Context(out_dir=Path(out), seed=args.seed, data_path=args.data, quick=args.quick,
                   progress=not args.quiet, cache_path=None if cache is None else Path(cache),
-                  no_cache=args.no_cache, cached_only=args.cached_only, datasets=datasets)
+                  no_cache=args.no_cache, cached_only=args.cached_only, datasets=datasets,
+                  seeds=args.seeds)
     ctx.out_dir.mkdir(parents=True, exist_ok=True)
     if skipped:
         print(f"--skip-slow: not re-running {', '.join(skipped)}"
@@ -1175,6 +1178,10 @@ def build_parser():
     p.add_argument("--datasets", default=None,
                    help="comma-separated data sets: run the Wu et al. tables for these columns "
                         "only (a long run in pieces; e.g. banana,titanic)")
+    p.add_argument("--seeds", type=int, default=3,
+                   help="Wu et al. tables: average every seeded cell (RS, MRS, RSVM, MRSVM, "
+                        "SLMC, SKFD) over this many seeds, SEED, SEED+1, ... (default 3), "
+                        "and show their spread")
     p.set_defaults(func=cmd_reproduce)
 
     p = add_command(parser, "denoise",

@@ -26,16 +26,27 @@ __all__ = ["register", "REGISTRY", "Result", "Context", "Target", "Section", "di
            "published_cell"]
 
 
-def published_cell(table, cell, ours, paper, reason=None):
+def published_cell(table, cell, ours, paper, reason=None, *, spread=None, note=None,
+                   higher_is_better=False):
     """One published cell of a paper's table for the fidelity scoreboard.
 
     ``ours`` is ``None`` when the cell is not reproduced; ``reason`` then says why.
-    Lower is better for every cell (test errors, numbers of vectors).
+    Lower is better (test errors, numbers of vectors) unless ``higher_is_better``.
+    ``spread``: ``(lo, hi)``, the range of the per-seed means when ``ours`` is a mean over
+    seeds (judged against it: :func:`~sparsekm.reproduce._report.classify`); ``note``:
+    the evidence shown when the cell is much worse than the paper.
     """
     if ours is not None and hasattr(ours, "item"):
         ours = ours.item()
-    return {"table": table, "cell": cell, "ours": ours, "paper": paper,
-            "reason": None if ours is not None else (reason or "not run")}
+    out = {"table": table, "cell": cell, "ours": ours, "paper": paper,
+           "reason": None if ours is not None else (reason or "not run")}
+    if spread is not None:
+        out["spread"] = [float(spread[0]), float(spread[1])]
+    if note:
+        out["note"] = note
+    if higher_is_better:
+        out["higher_is_better"] = True
+    return out
 
 
 @dataclass
@@ -46,7 +57,9 @@ class Context:
     ``None``: ``<out_dir>/slmc_cache.json``); ``no_cache`` recomputes every
     cell (still writing the fresh ones); ``cached_only`` computes nothing and
     shows "n/a" for cells without an entry for today's code; ``datasets``
-    restricts the Wu et al. tables to these columns (a long run in pieces).
+    restricts the Wu et al. tables to these columns (a long run in pieces); ``seeds``:
+    the number of seeds (``seed``, ``seed + 1``, ...) each seeded cell of the Wu et al.
+    tables is averaged over (reduced-set, MRS, RSVM, MRSVM, SLMC, SKFD cells).
     """
 
     out_dir: Path = Path("figures")
@@ -58,6 +71,7 @@ class Context:
     no_cache: bool = False
     cached_only: bool = False
     datasets: tuple | None = None
+    seeds: int = 3
 
 
 @dataclass
@@ -161,6 +175,11 @@ class Section:
         reproduction (e.g. read from ``benchmarks/results/*.json``).
     order : int
         Position in the file (sections sorted by it).
+    table_notes : callable, optional
+        ``table_notes({name: record}) -> {published table: note}``: the evidence shown
+        in the fidelity scoreboard for a cell of that table much worse than the paper
+        (when the cell has no ``"note"`` of its own), built from the records' data so that
+        it is measured, not typed.
     """
 
     title: str
@@ -168,6 +187,7 @@ class Section:
     outro: str | Callable = ""
     targets: Callable | None = None
     order: int = 100
+    table_notes: Callable | None = None
 
 
 @dataclass

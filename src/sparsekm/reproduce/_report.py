@@ -20,11 +20,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from . import Result, Section, Target, section_of
 from ._cache import CellCache
 
 __all__ = ["Record", "parse_results", "render_results", "write_results", "run_all", "scoreboard",
-           "run_times", "pinned_threads", "figure_link"]
+           "run_times", "pinned_threads", "figure_link", "classify", "much_worse"]
 
 NOT_RERUN = "(not re-run)"
 _BEGIN = re.compile(r"^<!-- sparsekm:begin (\S+) -->$", re.M)
@@ -86,6 +88,8 @@ def command_line(name, ctx):
         cmd += " --cached-only"
     if getattr(ctx, "datasets", None):
         cmd += f" --datasets {','.join(ctx.datasets)}"
+    if getattr(ctx, "seeds", 3) != 3:
+        cmd += f" --seeds {ctx.seeds}"
     return cmd
 
 
@@ -225,11 +229,84 @@ def _fmt_num(v):
     return f"{v:g}" if isinstance(v, float) else str(v)
 
 
-def scoreboard(registry, records):
-    """The fidelity scoreboard: per published table, cells published / reproduced / at
-    least as good as the paper, the worst cell and every unreproduced cell with its reason.
+def _decimals(paper):
+    """Decimals the paper prints ``paper`` with: 0 for an int, else those of its repr."""
+    if isinstance(paper, (int, np.integer)) and not isinstance(paper, bool):
+        return 0
+    text = repr(float(paper))
+    return 0 if "e" in text else len(text.split(".")[1])
 
-    Built from ``data["cells"]`` of each record (see :class:`~sparsekm.reproduce.Result`).
+
+#: "Much worse than the paper": more than this many points worse (cells in %) ...
+MUCH_WORSE_POINTS = 1.0
+#: ... or more than this fraction worse (every cell).
+MUCH_WORSE_RELATIVE = 0.20
+
+
+def classify(cell):
+    """``"better"``, ``"tie"`` or ``"worse"``: ours against the paper at the paper's precision.
+
+    ``cell``: ``{"ours", "paper"}`` and optionally ``"spread": [lo, hi]`` (the range of
+    the per-seed means) and ``"higher_is_better"`` (default lower is better: errors,
+    counts). Without a spread, ours is rounded to the decimals the paper prints: equal
+    after rounding is a tie, never "at least as good". With a spread, the paper's value
+    inside the rounded range ``[lo, hi]`` is a tie ("within the seed spread"); better or
+    worse means every seed's mean is.
+    """
+    paper = float(cell["paper"])
+    p = _decimals(cell["paper"])
+    eps = 0.5 * 10.0 ** -(p + 3)
+    spread = cell.get("spread")
+    lo, hi = (spread if spread else (cell["ours"], cell["ours"]))
+    lo, hi = round(float(lo), p), round(float(hi), p)
+    if cell.get("higher_is_better"):
+        lo, hi, paper = -hi, -lo, -paper
+    if hi < paper - eps:
+        return "better"
+    if lo > paper + eps:
+        return "worse"
+    return "tie"
+
+
+def _is_percent(cell):
+    name = str(cell.get("cell", "")).lower()
+    return "%" in name or "error" in name or "err" in name
+
+
+def much_worse(cell):
+    """Worse than the paper (:func:`classify`) by more than 1 point (cells in %) or by
+    more than 20 % of the paper's value."""
+    if cell.get("ours") is None or classify(cell) != "worse":
+        return False
+    diff = float(cell["ours"]) - float(cell["paper"])
+    if cell.get("higher_is_better"):
+        diff = -diff
+    rel = diff / max(abs(float(cell["paper"])), 1e-12)
+    return rel > MUCH_WORSE_RELATIVE or (_is_percent(cell) and diff > MUCH_WORSE_POINTS)
+
+
+def _table_notes(registry, records):
+    """``{published table: note}`` from every section's ``table_notes(records)``."""
+    notes, done = {}, set()
+    for entry in registry.values():
+        sec = section_of(entry)
+        if sec is None or id(sec) in done or getattr(sec, "table_notes", None) is None:
+            continue
+        done.add(id(sec))
+        mine = {e.name: records[e.name] for e in registry.values()
+                if section_of(e) is sec and e.name in records}
+        for table, note in (sec.table_notes(mine) or {}).items():
+            notes.setdefault(table, note)
+    return notes
+
+
+def scoreboard(registry, records):
+    """The fidelity scoreboard: per published table, cells published / reproduced / better /
+    tie / worse than the paper (:func:`classify`), the worst cell, every cell much worse than
+    the paper (:func:`much_worse`) with its note, and every unreproduced cell with its reason.
+
+    Built from ``data["cells"]`` of each record (see :class:`~sparsekm.reproduce.Result`);
+    a cell's ``"note"`` (or its section's ``table_notes``) explains a much worse cell.
     """
     tables, seen = {}, set()
     for entry in registry.values():
@@ -251,27 +328,50 @@ def scoreboard(registry, records):
             t["quick"] = t["quick"] or rec.quick
     if not tables:
         return ""
+    table_notes = _table_notes(registry, records)
     out = ["## Fidelity scoreboard", "",
            "Every published cell of the papers' tables that a reproduction covers (numbers of "
-           "test errors, error rates in %, numbers of vectors; lower is better): how many we "
-           "reproduced, in how many ours is at least as good as the paper's (ours <= paper), "
-           "and the worst cell (largest excess over the paper's value, relative). Generated "
-           "from the tables below.", "",
-           "| published table | cells | reproduced | ours at least as good | worst cell "
-           "(ours vs paper) | from |", "|---|---|---|---|---|---|"]
-    missing = []
+           "test errors, error rates in %, numbers of vectors: lower is better; denoising "
+           "ratios: higher is better): how many we reproduced, and whether ours is better, "
+           "tied or worse than the paper's. Ours is rounded to the decimals the paper prints: "
+           "a cell equal after rounding is a tie. A cell averaged over seeds is judged by the "
+           "range of its per-seed means: the paper's value inside that range is a tie "
+           "(\"within the seed spread\"). Worst cell: the largest excess over the paper's "
+           f"value, relative. Much worse: worse by more than {MUCH_WORSE_POINTS:g} point (cells "
+           f"in %) or by more than {100 * MUCH_WORSE_RELATIVE:.0f} % of the paper's value; each "
+           "is listed below the table with the evidence we have. Generated from the tables "
+           "below.", "",
+           "| published table | cells | reproduced | better | tie / within seed spread | worse "
+           "(much worse) | worst cell (ours vs paper) | from |",
+           "|---|---|---|---|---|---|---|---|"]
+    missing, much = [], []
     for name in sorted(tables):
         t = tables[name]
         cells = t["cells"]
         done = [c for c in cells if c.get("ours") is not None]
-        good = [c for c in done if c["ours"] <= c["paper"] + 1e-9]
-        worst = max(done, key=lambda c: ((c["ours"] - c["paper"]) / max(abs(c["paper"]), 1e-9),
-                                         c["cell"]), default=None)
+        verdicts = [classify(c) for c in done]
+        bad = [c for c in done if much_worse(c)]
+
+        def excess(c):
+            d = (float(c["ours"]) - float(c["paper"])) / max(abs(float(c["paper"])), 1e-9)
+            return -d if c.get("higher_is_better") else d
+
+        worst = max(done, key=lambda c: (excess(c), c["cell"]), default=None)
         worst_s = "-" if worst is None else (
             f"{worst['cell']}: {_fmt_num(worst['ours'])} vs {_fmt_num(worst['paper'])}")
         src = ", ".join(f"`{n}`" for n in t["from"]) + (" (--quick)" if t["quick"] else "")
-        out.append(f"| {name} | {len(cells)} | {len(done)} | {len(good)} | {_cell(worst_s)} | "
-                   f"{src} |")
+        out.append(f"| {name} | {len(cells)} | {len(done)} | {verdicts.count('better')} | "
+                   f"{verdicts.count('tie')} | {verdicts.count('worse')} ({len(bad)}) | "
+                   f"{_cell(worst_s)} | {src} |")
+        by_note = {}
+        for c in bad:
+            note = c.get("note") or table_notes.get(name) or "no explanation recorded"
+            by_note.setdefault(note, []).append(c)
+        for note, group in by_note.items():
+            listed = ", ".join(f"{c['cell']} ({_fmt_num(c['ours'])} vs {_fmt_num(c['paper'])})"
+                               for c in group)
+            much.append(f"- {name}, {len(group)} cell{'s' if len(group) > 1 else ''}: "
+                        f"{listed}. {note}")
         by_reason = {}
         for c in cells:
             if c.get("ours") is None:
@@ -280,6 +380,8 @@ def scoreboard(registry, records):
             names = by_reason[reason]
             missing.append(f"- {name}, {len(names)} cell{'s' if len(names) > 1 else ''} not "
                            f"reproduced: {reason}. Cells: {', '.join(names)}.")
+    if much:
+        out += ["", "Cells much worse than the paper, with the evidence:", "", *much]
     if missing:
         out += ["", "Cells not reproduced, with the reason:", "", *missing]
     return "\n".join(out)

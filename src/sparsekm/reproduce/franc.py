@@ -18,7 +18,7 @@ from ..models.approx_svm import svc_precomputed
 from ..models.kfd import fisher_scatter, kfd_path
 from ..plotting import approximation_mse_curves, decision_boundaries
 from ..utils.progress import progress
-from . import Result, Section, Target, register
+from . import Result, Section, Target, published_cell, register
 
 SECTION = Section(
     title="Training-set approximation (Franc & Hlaváč; issue 5)",
@@ -30,7 +30,34 @@ basis vectors; the SVM and the KFD are trained on the approximated data. Command
 `sparsekm reproduce franc-pca ripley ida-franc` (Ripley and IDA data: download them with
 `sparsekm data fetch ripley ida`, then pass `--data DIR` or set `SPARSEKM_DATA=DIR` if they
 are not in the default data folder).""",
+    table_notes=lambda records: _franc_table_notes(records),
 )
+
+
+def _franc_table_notes(records):
+    """Scoreboard evidence for Tables 1-2, from the records' data (what was chosen, how)."""
+    out = {}
+    rip = records.get("ripley")
+    if rip is not None and rip.data.get("chosen_C"):
+        ch = rip.data["chosen_C"]
+        out[RIPLEY_TABLE] = (
+            "The paper does not state C; ours is chosen by 5-fold CV on the 250 training "
+            "points (" + "; ".join(f"{k}: SVM C = {v['SVM']:g}, KFD regulariser {v['KFD']:g}"
+                                   for k, v in ch.items())
+            + "), and the +Approx rows use one random first basis point (seed 0; the column "
+            "'over random inits' gives the spread). With 1000 test points one error is 0.1 "
+            "point.")
+    ida = records.get("ida-franc")
+    if ida is not None and ida.data.get("chosen_validation"):
+        ch = ida.data["chosen_validation"]
+        out[IDA_TABLE] = (
+            "Compared cells are our validation-chosen rows: (sigma, C) chosen on held-out "
+            "quarters of the training sets of splits 1-5, where the paper chose them by the "
+            "smallest test error; means over splits 1-10 against the paper's 100. Chosen "
+            "(log2 sigma, log2 C) for SVM: " + ", ".join(
+                f"{IDA_LABELS.get(n, n)} ({np.log2(c['SVM'][0]):.0f}, {np.log2(c['SVM'][1]):.0f})"
+                for n, c in ch.items() if "SVM" in c) + ".")
+    return out
 
 
 def _pct(x):
@@ -125,8 +152,36 @@ _RIPLEY_PAPER = {
     ("poly", "SVM+Approx", 6): (14.4, 9.8, 6), ("poly", "KFD"): (14.8, 11.7, 250),
     ("poly", "KFD+Approx", 3): (13.6, 10.8, 3), ("poly", "KFD+Approx", 6): (14.8, 11.8, 6),
 }
-RIPLEY_SVM_C = 10.0
-RIPLEY_KFD_C = 1e-3
+#: The paper does not state C for Ripley's data: C is chosen per kernel by stratified
+#: 5-fold cross-validation on the 250 training points over the grid of the paper's IDA
+#: experiment (section 5.3: C in 2^0 ... 2^12; the KFD regulariser of eq. 5/7 is 1 / C, as
+#: in ``ida-franc``), the smallest mean validation error winning (ties: the first, i.e.
+#: the smallest C). The +Approx rows use the C chosen for their full method.
+RIPLEY_C_GRID = tuple(2.0 ** np.arange(0, 13))
+RIPLEY_FOLDS = 5
+
+
+def ripley_choose_C(X, y, kernel, seed=0):
+    """``{"SVM": C, "KFD": regulariser}`` by 5-fold CV on the training data ``(X, y)`` only.
+
+    The test set is not an argument: nothing of it can enter the choice.
+    """
+    from sklearn.model_selection import StratifiedKFold
+
+    K = kernel(X)
+    err = {"SVM": np.zeros(len(RIPLEY_C_GRID)), "KFD": np.zeros(len(RIPLEY_C_GRID))}
+    folds = StratifiedKFold(RIPLEY_FOLDS, shuffle=True, random_state=seed).split(X, y)
+    for tr, va in folds:
+        Ktr, Kva = K[np.ix_(tr, tr)], K[np.ix_(va, tr)]
+        for j, C in enumerate(RIPLEY_C_GRID):
+            sv, dual, b = svc_precomputed(Ktr, y[tr], C)
+            err["SVM"][j] += _err(Kva[:, sv] @ dual + b, y[va])
+        N, d, means = fisher_scatter(Ktr, y[tr])
+        for j, a in enumerate(kfd_path(N, d, 1.0 / np.asarray(RIPLEY_C_GRID))):
+            b = -0.5 * float(a @ (means[0] + means[1]))
+            err["KFD"][j] += _err(Kva @ a + b, y[va])
+    return {"SVM": float(RIPLEY_C_GRID[int(np.argmin(err["SVM"]))]),
+            "KFD": 1.0 / float(RIPLEY_C_GRID[int(np.argmin(err["KFD"]))])}
 
 
 @register("ripley", "Franc & Hlavac Table 1, Figs. 2-3: SVM/KFD on approximated Ripley data")
@@ -139,27 +194,30 @@ def run_ripley(ctx):
     lines = ["| kernel | method | TrnErr % | TestErr % | n_SV | TestErr % over "
              f"{n_seeds} random inits (mean ± std) | paper TrnErr / TestErr / n_SV |",
              "|---|---|---|---|---|---|---|"]
-    svm_panels, kfd_panels, targets = [], [], []
+    svm_panels, kfd_panels, targets, cells, chosen = [], [], [], [], {}
     for key, kname, k, ms in kernels:
-        sv, dual, b = svc_precomputed(k(X), y, RIPLEY_SVM_C)
+        cs = chosen[key] = ripley_choose_C(X, y, k, ctx.seed)
+        sv, dual, b = svc_precomputed(k(X), y, cs["SVM"])
         svm = KernelExpansion(X[sv], dual, k, b)
-        kfd = KernelFisherDiscriminant(C=RIPLEY_KFD_C, kernel=k).fit(X, y)
+        kfd = KernelFisherDiscriminant(C=cs["KFD"], kernel=k).fit(X, y)
         for method, full, n_terms in (("SVM", svm.decision_function, len(sv)),
                                       ("KFD", kfd.decision_function, kfd.n_vectors_)):
             paper = _RIPLEY_PAPER[(key, method)]
-            lines.append(f"| {kname} | {method} | {_pct(_err(full(X), y))} | "
-                         f"{_pct(_err(full(Xt), yt))} | {n_terms} | | "
+            lines.append(f"| {kname} | {method} (C = {_fmt_C(cs[method])}) | "
+                         f"{_pct(_err(full(X), y))} | {_pct(_err(full(Xt), yt))} | {n_terms} | | "
                          f"{paper[0]} / {paper[1]} / {paper[2]} |")
+            cells += _ripley_cells(f"{kname}, {method}", 100 * _err(full(X), y),
+                                   100 * _err(full(Xt), yt), n_terms, paper)
             for m in ms:
                 test_errs = []
                 shown = None
                 for s in range(n_seeds):
                     seed = ctx.seed + s
                     if method == "SVM":
-                        est = ApproxSVC(C=RIPLEY_SVM_C, n_basis=m, tol=0.0, kernel=k,
+                        est = ApproxSVC(C=cs["SVM"], n_basis=m, tol=0.0, kernel=k,
                                         random_state=seed)
                     else:
-                        est = ApproxKFD(C=RIPLEY_KFD_C, n_basis=m, tol=0.0, kernel=k,
+                        est = ApproxKFD(C=cs["KFD"], n_basis=m, tol=0.0, kernel=k,
                                        random_state=seed)
                     est.fit(X, y)
                     test_errs.append(1 - est.score(Xt, yt))
@@ -178,6 +236,9 @@ def run_ripley(ctx):
                     f"{_pct(1 - shown.score(Xt, yt))} | {shown.n_vectors_} | "
                     f"{_pct(np.mean(test_errs))} ± {_pct(np.std(test_errs))} | "
                     f"{paper[0]} / {paper[1]} / {paper[2]} |")
+                cells += _ripley_cells(f"{kname}, {method}+Approx (m = {m})",
+                                       100 * (1 - shown.score(X, y)),
+                                       100 * (1 - shown.score(Xt, yt)), shown.n_vectors_, paper)
                 panel = {"title": f"{method}, {kname}: full vs approx m = {m}", "full": full,
                          "approx": shown.decision_function, "basis": shown.expansion_.vectors}
                 (svm_panels if method == "SVM" else kfd_panels).append(panel)
@@ -188,8 +249,13 @@ def run_ripley(ctx):
                             suptitle="KFD on Ripley"),
     ]
     notes = [
-        f"SVM C = {RIPLEY_SVM_C:g} and KFD regulariser C = {RIPLEY_KFD_C:g} (eq. 5/7); the "
-        "paper does not state them. RBF sigma = 1 is k = exp(-||x-y||^2 / 2), the polynomial "
+        "The paper does not state C. The SVM's C and the KFD regulariser (eq. 5/7) are "
+        f"chosen per kernel by stratified {RIPLEY_FOLDS}-fold cross-validation on the 250 "
+        "training points over the paper's IDA grid C = 2^0 ... 2^12 (KFD regulariser 1 / C), "
+        "smallest mean validation error (ties: smallest C); no test point enters the choice. "
+        "Chosen: " + "; ".join(f"{kn}: SVM C = {_fmt_C(chosen[kk]['SVM'])}, KFD regulariser "
+                               f"{_fmt_C(chosen[kk]['KFD'])}" for kk, kn, _, _ in kernels)
+        + ". The +Approx rows use their full method's C. RBF sigma = 1 is k = exp(-||x-y||^2 / 2), the polynomial "
         "kernel is (x.y + 1)^2. Approximation: Algorithm 1 with exactly m basis vectors (eps = 0: "
         "with the paper's IDA setting eps = 1e-3 the RBF selection stops at 12 vectors, "
         "below m = 25), random first point.",
@@ -199,7 +265,23 @@ def run_ripley(ctx):
         "Labels: 250 training, 1000 test points (MASS synth.tr/synth.te).",
     ]
     return Result("ripley", "Franc & Hlaváč Table 1: Ripley data", "\n".join(lines),
-                  notes=notes, figures=figs, targets=targets)
+                  notes=notes, figures=figs, targets=targets,
+                  data={"cells": cells, "chosen_C": chosen})
+
+
+RIPLEY_TABLE = "Franc & Hlaváč 2003, Table 1"
+
+
+def _fmt_C(C):
+    e = np.log2(C)
+    return f"2^{e:.0f}" if float(e).is_integer() else f"{C:g}"
+
+
+def _ripley_cells(row, trn, test, n_sv, paper):
+    """Published cells of one Table 1 row: TrnErr %, TestErr %, n_SV (ours rounded as shown)."""
+    return [published_cell(RIPLEY_TABLE, f"{row} TrnErr %", round(float(trn), 1), paper[0]),
+            published_cell(RIPLEY_TABLE, f"{row} TestErr %", round(float(test), 1), paper[1]),
+            published_cell(RIPLEY_TABLE, f"{row} n_SV", int(n_sv), paper[2])]
 
 
 # -- Table 2 ------------------------------------------------------------------------------
@@ -329,16 +411,21 @@ def ida_franc(ctx, datasets=IDA_SETS, selection="test"):
                 sigma, C = chosen[name][m]
                 acc[m].append(_ida_split_scores(data, sigma, [C], ctx.seed + split)[m][0])
         # 3. supplement: SVM+Approx with m = (mean n_SV of the full SVM) / 5, i.e. exactly a
-        #    5x reduction, at the (sigma, C) chosen for SVM+Approx (no re-selection).
-        m5 = max(1, int(np.mean([r[4] for r in acc["SVM"]]) // 5))
-        sigma, C = chosen[name]["SVM+Approx"]
-        acc[SUPPLEMENT] = [_approx_svm_scores(_ida_data(name, split, ctx), sigma, C, m5,
-                                              ctx.seed + split) for split in eval_splits]
+        #    5x reduction, at the (sigma, C) chosen for SVM+Approx (no re-selection). Only
+        #    with the validation choice: no row of it may rest on a test-set choice.
+        if selection == "validation":
+            m5 = max(1, int(np.mean([r[4] for r in acc["SVM"]]) // 5))
+            sigma, C = chosen[name]["SVM+Approx"]
+            acc[SUPPLEMENT] = [_approx_svm_scores(_ida_data(name, split, ctx), sigma, C, m5,
+                                                  ctx.seed + split) for split in eval_splits]
         rows[name] = acc
     return rows, chosen
 
 
 SUPPLEMENT = "SVM+Approx (m = n_SV/5)"
+IDA_TABLE = "Franc & Hlaváč 2003, Table 2"
+IDA_LABELS = {"breast_cancer": "Breast Cancer", "heart": "Heart", "ringnorm": "Ringnorm",
+              "titanic": "Titanic", "waveform": "Waveform"}
 
 
 def _approx_svm_scores(data, sigma, C, m, seed, eps=1e-3):
@@ -371,12 +458,13 @@ def run_ida_franc(ctx):
              "paper TrnErr / TestErr / ker_eval / n_SV |",
              "|---|---|---|---|---|---|---|---|"]
     summary, diffs, ratios, sup, vdiffs = [], {}, {}, {}, {}
-    for name, acc in vrows.items():  # extra rows: (sigma, C) chosen inside the training sets
+    for name, acc in vrows.items():  # rows with (sigma, C) chosen inside the training sets
         svm_te = np.mean([x[1] for x in acc["SVM"]])
         apx_te = np.mean([x[1] for x in acc["SVM+Approx"]])
         vdiffs[name] = 100 * (apx_te - svm_te)
+    cells = []
     for name, acc in rows.items():
-        for m in (*METHODS, SUPPLEMENT):
+        for m in METHODS:
             r = acc[m]
             trn = np.mean([x[0] for x in r])
             te = np.mean([x[1] for x in r])
@@ -384,34 +472,52 @@ def run_ida_franc(ctx):
             ke = _fmt_count(np.mean([x[2] for x in r]))
             if r[0][3] is not None:
                 ke += f" ({_fmt_count(np.mean([x[3] for x in r]))})"
-            p = _IDA_PAPER[name].get(m, ("–",) * 4)
-            s, C = chosen[name][m if m != SUPPLEMENT else "SVM+Approx"]
+            p = _IDA_PAPER[name][m]
+            s, C = chosen[name][m]
             lines.append(f"| {name} | {m} | (2^{np.log2(s):.0f}, 2^{np.log2(C):.0f}) | "
                          f"{100 * trn:.2f} | {100 * te:.2f} | {ke} | {nsv:.1f} | "
                          f"{p[0]} / {p[1]} / {p[2]} / {p[3]} |")
-            if m in METHODS:  # extra row: the same method, (sigma, C) by validation
-                v = vrows[name][m]
-                vs, vC = vchosen[name][m]
-                vke = _fmt_count(np.mean([x[2] for x in v]))
-                if v[0][3] is not None:
-                    vke += f" ({_fmt_count(np.mean([x[3] for x in v]))})"
-                lines.append(
-                    f"| {name} | {m}, validation-chosen (extra) | (2^{np.log2(vs):.0f}, "
-                    f"2^{np.log2(vC):.0f}) | {100 * np.mean([x[0] for x in v]):.2f} | "
-                    f"{100 * np.mean([x[1] for x in v]):.2f} | {vke} | "
-                    f"{np.mean([x[4] for x in v]):.1f} | {p[0]} / {p[1]} / {p[2]} / {p[3]} |")
+            # the same method, (sigma, C) by validation inside the training sets
+            v = vrows[name][m]
+            vs, vC = vchosen[name][m]
+            vke = _fmt_count(np.mean([x[2] for x in v]))
+            if v[0][3] is not None:
+                vke += f" ({_fmt_count(np.mean([x[3] for x in v]))})"
+            vtrn, vte = 100 * np.mean([x[0] for x in v]), 100 * np.mean([x[1] for x in v])
+            vnsv = np.mean([x[4] for x in v])
+            lines.append(
+                f"| {name} | {m}, validation-chosen | (2^{np.log2(vs):.0f}, "
+                f"2^{np.log2(vC):.0f}) | {vtrn:.2f} | {vte:.2f} | {vke} | "
+                f"{vnsv:.1f} | {p[0]} / {p[1]} / {p[2]} / {p[3]} |")
+            row = f"{IDA_LABELS.get(name, name)} {m}"
+            cells += [published_cell(IDA_TABLE, f"{row} TrnErr %", round(float(vtrn), 2), p[0]),
+                      published_cell(IDA_TABLE, f"{row} TestErr %", round(float(vte), 2), p[1]),
+                      published_cell(IDA_TABLE, f"{row} n_SV", round(float(vnsv), 1), p[3])]
+        # supplement (not in the paper): m = n_SV / 5 at the validation-chosen (sigma, C)
+        v = vrows[name][SUPPLEMENT]
+        vs, vC = vchosen[name]["SVM+Approx"]
+        lines.append(
+            f"| {name} | {SUPPLEMENT}, validation-chosen (extra) | (2^{np.log2(vs):.0f}, "
+            f"2^{np.log2(vC):.0f}) | {100 * np.mean([x[0] for x in v]):.2f} | "
+            f"{100 * np.mean([x[1] for x in v]):.2f} | "
+            f"{_fmt_count(np.mean([x[2] for x in v]))} "
+            f"({_fmt_count(np.mean([x[3] for x in v]))}) | "
+            f"{np.mean([x[4] for x in v]):.1f} | – |")
         svm_te = np.mean([x[1] for x in acc["SVM"]])
         apx_te = np.mean([x[1] for x in acc["SVM+Approx"]])
         ratio = np.mean([x[4] for x in acc["SVM"]]) / np.mean([x[4] for x in acc["SVM+Approx"]])
         summary.append(f"{name}: SVM+Approx - SVM test error = {100 * (apx_te - svm_te):+.2f} "
                        f"points (target <= 1.5), SV reduction {ratio:.1f}x (target >= 5x)")
-        sup_te = np.mean([x[1] for x in acc[SUPPLEMENT]])
-        sup_ratio = (np.mean([x[4] for x in acc["SVM"]])
-                     / np.mean([x[4] for x in acc[SUPPLEMENT]]))
+        vacc = vrows[name]  # the supplement: validation-chosen (sigma, C) only
+        vsvm_te = np.mean([x[1] for x in vacc["SVM"]])
+        sup_te = np.mean([x[1] for x in vacc[SUPPLEMENT]])
+        sup_ratio = (np.mean([x[4] for x in vacc["SVM"]])
+                     / np.mean([x[4] for x in vacc[SUPPLEMENT]]))
         diffs[name], ratios[name] = 100 * (apx_te - svm_te), ratio
-        sup[name] = (100 * (sup_te - svm_te), sup_ratio)
-        summary.append(f"{name}: with m = n_SV/5, SVM+Approx - SVM test error = "
-                       f"{100 * (sup_te - svm_te):+.2f} points, SV reduction {sup_ratio:.1f}x")
+        sup[name] = (100 * (sup_te - vsvm_te), sup_ratio)
+        summary.append(f"{name}: with m = n_SV/5 ((sigma, C) chosen by validation), SVM+Approx "
+                       f"- SVM test error = {100 * (sup_te - vsvm_te):+.2f} points, SV reduction "
+                       f"{sup_ratio:.1f}x")
     grid = (f"sigma in 2^{np.log2(sigmas[0]):.0f}..2^{np.log2(sigmas[-1]):.0f} "
             f"({len(sigmas)} values), C in 2^{np.log2(Cs[0]):.0f}..2^{np.log2(Cs[-1]):.0f} "
             f"({len(Cs)} values)")
@@ -430,8 +536,12 @@ def run_ida_franc(ctx):
         "0 for KFD, whose eq. 7 needs only m x m matrices).",
         "n_SV: expansion terms of the decision function (all n training points for the KFD).",
         f"Row '{SUPPLEMENT}' (not in the paper): m = mean n_SV of our full SVM / 5, at the "
-        "(sigma, C) chosen for SVM+Approx, to test the >= 5x reduction target where "
-        "m = 0.1 n gives less than 5x.",
+        "(sigma, C) chosen for SVM+Approx by validation inside the training sets (never by "
+        "test error), to test the >= 5x reduction target where m = 0.1 n gives less than 5x.",
+        "Scoreboard: the published cells (TrnErr, TestErr, n_SV) are compared with the "
+        "validation-chosen rows, which use no test data; the paper's rows (test-error "
+        "selection) are shown for reference only. ker_eval is not compared: our counts are "
+        "Gram entries given to the solver, not the paper's on-demand SMO counts.",
     ] + summary
     notes.append(
         "Protocol: the full grid selects (sigma, C) on splits 1-5 and evaluates on splits "
@@ -440,7 +550,7 @@ def run_ida_franc(ctx):
         "on test error follows the paper (\"We used first 5 realization of data ... The pairs "
         "of arguments (sigma, C) which yielded the smallest testing error were selected\", "
         "section 5) and is optimistic for every method alike: those rows are the paper's "
-        "protocol. The rows marked \"validation-chosen (extra)\" choose (sigma, C) without "
+        "protocol. The rows marked \"validation-chosen\" choose (sigma, C) without "
         "the test set: on each selection split a stratified quarter of the training set is "
         "held out, the methods are fitted on the other three quarters, and the grid point "
         "with the smallest mean held-out error is taken; the evaluation is then the same "
@@ -462,13 +572,14 @@ def run_ida_franc(ctx):
                ", ".join(f"{n} {r:.1f}x" for n, r in ratios.items()),
                "waveform 175 / 40 = 4.4x",
                True if len(five) == n_sets else f"{len(five)} of {n_sets} sets"),
-        Target("same, with m = n_SV / 5 (supplementary row, not in the paper)",
+        Target("same, with m = n_SV / 5 ((sigma, C) chosen by validation; supplementary row, "
+               "not in the paper)",
                ", ".join(f"{n} {r:.2f}x at {d:+.2f} points" for n, (d, r) in sup.items()),
                "-", True if len(sup_ok) == n_sets else f"{len(sup_ok)} of {n_sets} sets"),
     ]
     return Result("ida-franc", "Franc & Hlaváč Table 2: IDA benchmarks", "\n".join(lines),
                   notes=notes, targets=targets,
-                  data={"diff_points": diffs, "sv_ratio": ratios,
+                  data={"diff_points": diffs, "sv_ratio": ratios, "cells": cells,
                         "diff_points_validation": vdiffs,
                         "chosen_validation": {n: {m: list(v) for m, v in c.items()}
                                               for n, c in vchosen.items()}})
