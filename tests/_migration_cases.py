@@ -98,8 +98,8 @@ def _construct_cases():
 
 
 def _direct_cases():
-    from sparsekm.sparse_learning import skfd_optimize, slmc_gradient, slmc_optimize
     from sparsekm.kernels import RBF, Polynomial
+    from sparsekm.sparse_learning import skfd_optimize, slmc_gradient, slmc_optimize
 
     out = {}
     rng, X = _data(4, n=70, d=3)

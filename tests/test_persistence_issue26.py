@@ -37,6 +37,7 @@ from sparsekm.kernels import RBF, ProjectedKernel, RandomProjection
 from sparsekm.models import KernelFisherDiscriminant, SparseLargeMarginClassifier
 
 from .test_persistence_hardening import _edit, _members, _write
+
 UnverifiedSignatureWarning = getattr(persistence, "UnverifiedSignatureWarning", UserWarning)
 
 KEY = b"issue 26 key"

@@ -5,8 +5,7 @@ import os
 from sparsekm.reproduce import Context, Result
 from sparsekm.reproduce import _cache as cache_mod
 from sparsekm.reproduce._cache import CellCache
-from sparsekm.reproduce._report import (figure_link, parse_results, record_from_result,
-                                        run_times)
+from sparsekm.reproduce._report import figure_link, parse_results, record_from_result, run_times
 
 
 def test_figure_links_are_relative_to_the_results_folder(tmp_path):

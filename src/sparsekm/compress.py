@@ -329,7 +329,6 @@ class CompressedClassifier(ReducedSetClassifier):
 # -- the model to compress -----------------------------------------------------------
 def _exact_classifier(model, y_hint, owner):
     """The original machine as an exact :class:`ExpansionClassifier`."""
-    from sklearn.multiclass import OneVsOneClassifier
     from sklearn.svm import NuSVC
 
     from .interop import classifier_from_estimator

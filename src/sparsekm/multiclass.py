@@ -25,8 +25,8 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils._param_validation import StrOptions
 
-from ._constraints import BOOLEAN
 from . import persistence
+from ._constraints import BOOLEAN
 from .expansion import KernelExpansion
 from .utils.validation import check_array
 

@@ -50,7 +50,6 @@ import re
 import stat
 import struct
 import tempfile
-import time
 import warnings
 import zipfile
 

@@ -31,8 +31,8 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._constraints import BOOLEAN, KERNEL, NON_NEGATIVE, POSITIVE_INT, RANDOM_STATE
 from .. import persistence
+from .._constraints import BOOLEAN, KERNEL, NON_NEGATIVE, POSITIVE_INT, RANDOM_STATE
 from ..expansion import KernelExpansion
 from ..kernels import estimator_kernel
 from ..parallel import dask_rowwise, is_dask_array

@@ -18,8 +18,8 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
-from .._constraints import BACKEND, BOOLEAN, N_JOBS, POSITIVE, POSITIVE_INT, RANDOM_STATE
 from .. import persistence
+from .._constraints import BACKEND, BOOLEAN, N_JOBS, POSITIVE, POSITIVE_INT, RANDOM_STATE
 from ..expansion import KernelExpansion
 from ..parallel import dask_rowwise
 from ..reduced_set import refit_intercept

@@ -22,8 +22,8 @@ so the result does not depend on ``n_jobs``.
 
 from __future__ import annotations
 
-from numbers import Integral
 import warnings
+from numbers import Integral
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -33,6 +33,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
+from .. import sparse_learning
 from .._constraints import (
     BACKEND,
     BOOLEAN,
@@ -43,7 +44,6 @@ from .._constraints import (
     POSITIVE_INT,
     RANDOM_STATE,
 )
-from .. import sparse_learning
 from ..backend import resident, solver_kernel
 from ..expansion import KernelExpansion
 from ..kernels import estimator_kernel
