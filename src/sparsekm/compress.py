@@ -880,7 +880,7 @@ def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increas
                                        report["rows"][i]["n_vectors"], i)) if idx else None
 
     def original(reason):
-        r = row("original", n_full, n_vectors=n_full, val_error=full_error, agreement=1.0,
+        row("original", n_full, n_vectors=n_full, val_error=full_error, agreement=1.0,
                 status="ok", reason=reason)
         built[len(report["rows"]) - 1] = exact
         return len(report["rows"]) - 1

@@ -294,9 +294,11 @@ def cell_code_key(method):
     """:func:`~sparsekm.reproduce._cache.code_key` of everything that computes a ``method`` cell."""
     from .. import backend, config, expansion, kernels, parallel
     from ..models import slmc as models_slmc
-    from ..utils import validation
+    from ..sparse_learning import fixed_z, slmc, sparse_kfd
+    from ..utils import optimize, validation
 
-    objs = [run_cell, _svm, _predict_ovr, _error, _params, direct, kernels, expansion, backend,
+    solvers = [sparse_learning, fixed_z, slmc, sparse_kfd, optimize]
+    objs = [run_cell, _svm, _predict_ovr, _error, _params, *solvers, kernels, expansion, backend,
             config, parallel, validation]
     if method != "svm":
         objs.append(models_slmc)
@@ -317,7 +319,7 @@ def cell_code_key(method):
         from ..models import fast_rvm as models_fast_rvm
         from ..models import rvm as models_rvm
 
-        objs = [run_rvm_usps_cell, run_cell, _svm, _load, _params, direct, kernels, expansion,
+        objs = [run_rvm_usps_cell, run_cell, _svm, _load, _params, *solvers, kernels, expansion,
                 backend, config, parallel, validation, models_fast_rvm, models_rvm, models_base]
     return code_key(*objs)
 
