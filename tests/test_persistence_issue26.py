@@ -369,14 +369,17 @@ def test_cli_require_key(tmp_path, kfd, data, capsys):
     (tmp_path / "key").write_bytes(KEY + b"\n")
     assert cli_main(["predict", str(tmp_path / "s.skm"), str(tmp_path / "x.npy"),
                      "--require-key"]) == 1
-    assert "signed; give its key" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "is signed" in err and "--key-file" in err and "corrupt" not in err
     assert cli_main(["predict", str(tmp_path / "s.skm"), str(tmp_path / "x.npy"),
                      "--require-key", "--key-file", str(tmp_path / "key")]) == 0
     capsys.readouterr()
     save(kfd.expansion_, tmp_path / "psi.skm")  # unsigned: reduce --require-key refuses it
     assert cli_main(["reduce", str(tmp_path / "psi.skm"), "-n", "3", "-o",
                      str(tmp_path / "r.skm"), "--require-key", "--quiet"]) == 1
-    assert "not signed" in capsys.readouterr().err and not (tmp_path / "r.skm").exists()
+    err = capsys.readouterr().err
+    assert "not signed" in err and "--require-key" in err and "corrupt" not in err
+    assert not (tmp_path / "r.skm").exists()
 
 
 # -- 10. safe writes --------------------------------------------------------------------

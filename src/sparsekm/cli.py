@@ -472,6 +472,13 @@ def _format_error_message(path, exc):
 
     text = str(exc)
     # (the format's words; a key, or a required one, was asked for)
+    if "require_key=True" in text:
+        if "not signed" in text:
+            return (f"{path} is not signed, and --require-key accepts only files verified "
+                    "with a key: sign it once with sparsekm.save(sparsekm.load(PATH), OUT, "
+                    "key=KEY), or drop --require-key if you trust the file")
+        return (f"{path} is signed, but --require-key was given without a key: pass "
+                "--key-file KEYFILE to verify it")
     if "no authentication tag" in text:
         return (f"{path} is not signed (no authentication tag: it was saved without a key), "
                 "so it cannot be verified: drop --key-file if you trust the file, or sign it "
