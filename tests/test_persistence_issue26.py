@@ -275,18 +275,16 @@ def test_legitimate_transformer_states_load(tmp_path, data):
 
 # -- 7. member count before the directory --------------------------------------------
 def _central_directory_of(path, n_entries, claim=None):
-    """A directory of ``n_entries`` real entries (no member data), built with bytes ops."""
-    name = b"arrays/a0.npy"
-    entry = struct.pack("<4s6H3L5H2L", b"PK\x01\x02", 20, 20, 0, 0, 0, 0, 0, 0, 0, len(name),
-                        0, 0, 0, 0, 0, 0) + name
-    cd = entry * n_entries
-    claim = n_entries if claim is None else claim
-    rec64 = struct.pack("<4sQ2H2L4Q", b"PK\x06\x06", 44, 45, 45, 0, 0, claim, claim,
-                        len(cd), 0)
-    loc = struct.pack("<4sLQL", b"PK\x06\x07", 0, len(cd), 1)
-    eocd = struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF,
-                       0xFFFFFFFF, 0)
-    path.write_bytes(cd + rec64 + loc + eocd)
+    """A directory of ``n_entries`` real entries (no member data): the crafted file of
+    ``benchmarks/bench_fuzz_load.py``, one builder for both."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(
+        "bench_fuzz_load", Path(__file__).resolve().parents[1] / "benchmarks" / "bench_fuzz_load.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    bench._central_directory(path, n_entries, claim)
 
 
 def test_a_million_members_refused_before_the_directory_is_parsed(tmp_path):
