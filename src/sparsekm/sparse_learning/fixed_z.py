@@ -220,7 +220,7 @@ def _active_set_svm(F, y, C, alpha0, *, margin0=None, max_iter=6, kkt_tol=1e-9):
 
     then move violators between the sets and repeat. Between two nearby L-BFGS
     iterates the partition barely changes, so this usually converges in one to
-    three linear solves of size ``n_features + 1 + |S|``. Returns ``None`` when it
+    three linear solves of the bordered Gram system of size ``|S| + 1``. Returns ``None`` when it
     does not reach an exact KKT point within ``max_iter`` solves or the margin set
     becomes degenerate (``|S| > n_features + 1``); the caller then falls back to
     libsvm. A returned solution satisfies every KKT condition to ``kkt_tol``.
@@ -250,25 +250,28 @@ def _active_set_svm(F, y, C, alpha0, *, margin0=None, max_iter=6, kkt_tol=1e-9):
             # more margin vectors than dimensions: degenerate, leave it to libsvm
             return None
         Fs, ys = F[s_idx], y[s_idx]
-        cb = F[B].T @ (C[B] * y[B])
-        # unknowns: w (m), b (1), alpha_S (k)
-        A = np.zeros((m + 1 + k, m + 1 + k))
-        rhs = np.zeros(m + 1 + k)
-        A[:m, :m] = np.eye(m)
-        A[:m, m + 1:] = -(Fs * ys[:, None]).T
-        rhs[:m] = cb
-        A[m, m + 1:] = ys
-        rhs[m] = -(C[B] * y[B]).sum()
-        A[m + 1:, :m] = Fs * ys[:, None]
-        A[m + 1:, m] = ys
-        rhs[m + 1:] = 1.0
+        cB = C[B] * y[B]
+        cb = F[B].T @ cB
+        # w = cb + F_S^T v with v = y_S alpha_S eliminated (Schur complement of the identity
+        # block): the bordered Gram system [[F_S F_S^T, 1], [1^T, 0]] [v; b] =
+        # [y_S - F_S cb; -sum_B C_i y_i] of size |S| + 1 instead of n_features + 1 + |S|
+        A = np.empty((k + 1, k + 1))
+        np.matmul(Fs, Fs.T, out=A[:k, :k])
+        A[:k, k] = 1.0
+        A[k, :k] = 1.0
+        A[k, k] = 0.0
+        rhs = np.empty(k + 1)
+        rhs[:k] = ys - Fs @ cb
+        rhs[k] = -cB.sum()
         try:
             sol = np.linalg.solve(A, rhs)
         except np.linalg.LinAlgError:
             return None
         if not np.all(np.isfinite(sol)):
             return None
-        w, b, a_s = sol[:m], sol[m], sol[m + 1:]
+        v, b = sol[:k], float(sol[k])
+        w = cb + Fs.T @ v
+        a_s = v * ys
         margin = y * (F @ w + b)
         tol = kkt_tol * max(1.0, C.max())
         low = a_s < -tol
