@@ -69,8 +69,11 @@ def _code_path(after):
     """Switch the inner-SVM path of the SLMC solvers between the old and the new one."""
     from sparsekm.sparse_learning import fixed_z
     fixed_z._WORKING_SET = after
-    fixed_z._WARM_ACTIVE_SET_ITER = 20 if after else 6
+    fixed_z._WARM_ACTIVE_SET_ITER = 30 if after else 6
     fixed_z._IPM_NEAR = 1e-8 if after else 0.0
+    # the active-set speed-ups of bench_slmc_speed (off in the old path)
+    fixed_z._GRAM_FORM = fixed_z._DAMPED_ACTIVE_SET = after
+    fixed_z._IPM_EARLY = (1e-3, 1e-4, 1e-5, 1e-6, 1e-8, 1e-10) if after else ()
 
 
 def _error(expansion, X, y, classes):

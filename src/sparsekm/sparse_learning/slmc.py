@@ -154,6 +154,12 @@ def _restarts(fun, starts, max_iter, tol, callback, warm):
 
 
 # -- shared expansion vectors for several binary problems (multi-class SLMC) -----------
+#: Cold inner solver of the shared optimiser's first evaluation (see
+#: ``fixed_z._solve_features``): ``"libsvm"`` (capped, polished to the exact KKT point)
+#: or ``"ipm"`` (the interior point, the previous path).
+_COLD = "libsvm"
+
+
 def _check_problems(problems, owner):
     """Validate ``[(X_c, y_c[, sample_weight_c]), ...]``; returns a list of 3-tuples."""
     problems = list(problems)
@@ -183,7 +189,8 @@ def _check_problems(problems, owner):
     return out
 
 
-def _shared_value_grad(problems, Z, kernel, C, warm, *, solver="auto", svm_tol=1e-4):
+def _shared_value_grad(problems, Z, kernel, C, warm, *, solver="auto", svm_tol=1e-4,
+                       cold="ipm"):
     """``sum_c W_c(Z)``, its gradient (sum of eq. 46 over the problems) and the solutions.
 
     Problems that hold the *same* ``X`` array (one-vs-rest) share ``K^{zx}`` and one
@@ -200,7 +207,7 @@ def _shared_value_grad(problems, Z, kernel, C, warm, *, solver="auto", svm_tol=1
             groups[key] = [Xc, (T @ kernel(Z, Xc)).T, []]  # whitened features, eq. 41-43
         sol = _solve_features(groups[key][1], T, yc, C, tol=svm_tol,
                               warm_start=None if warm is None else warm[c], sample_weight=wc,
-                              solver=solver, features="whitened")
+                              solver=solver, features="whitened", cold=cold)
         groups[key][2].append(c)
         sols.append(sol)
         total += sol.W
@@ -294,7 +301,7 @@ def slmc_shared_optimize(problems, Z0, kernel, C, *, max_iter=100, tol=1e-6, svm
 
     def fun(Z):
         value, grad, sols = _shared_value_grad(problems, Z, kernel, C, warm["alpha"],
-                                               solver=solver, svm_tol=svm_tol)
+                                               solver=solver, svm_tol=svm_tol, cold=_COLD)
         if warm_start:
             warm["alpha"] = [s.alpha for s in sols]
         return value, grad, sols
