@@ -1,0 +1,158 @@
+"""Shared SLMC at budget 250 on USPS: the inner-SVM speed-ups, before and after, in one run.
+
+Issue 25 asks the shared SLMC (one ``Z`` for the ten one-vs-rest problems, started from
+the shared reduced set) to cost at most 5x the full one-vs-rest SVC fit. Its cost is the
+inner linear SVM solved exactly at every L-BFGS evaluation (``fixed_z._solve_features``).
+This script times, in one process and in CPU seconds (``time.process_time``,
+``OMP_NUM_THREADS=1``):
+
+* the one-vs-rest ``SVC`` fit (the model to compress) and the shared RS construction
+  (the start, :func:`construct` with ``shared=True``);
+* ``SLMC(shared=True, init=<shared RS>, max_iter=100, tol=1e-3)`` (the settings of
+  ``bench_fast_winners``'s "after") twice: ``before`` -- the inner-SVM path of main before
+  this change (full KKT system in the active set, undamped exchange, interior point run to
+  convergence before its polish, interior point as the cold start) -- and ``after`` --
+  the current defaults (bordered Gram system, damped exchange, active-set polish of the
+  interior iterates, capped libsvm + polish as the cold start).
+
+Both paths end every inner solve at an exact KKT point, so the L-BFGS trajectories agree
+to rounding: the JSON records the largest relative difference of the two ``W`` histories,
+the objectives, iterations and test errors, and how often each inner path ran. The
+1-minute load average is recorded beside every timing (the machine is shared).
+
+Usage::
+
+    OMP_NUM_THREADS=1 python benchmarks/bench_slmc_speed.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from _benchutil import machine  # noqa: E402
+
+OUT = ROOT / "benchmarks" / "results" / "slmc_speed.json"
+BUDGET = 250
+SEED = 0
+GAMMA = 1 / 128
+C = 10.0
+SETTINGS = {"max_iter": 100, "tol": 1e-3}
+
+
+def _load():
+    import os
+    return round(os.getloadavg()[0], 2)
+
+
+def code_path(after):
+    """Switch the inner SVM between main's previous path (``False``) and the current one."""
+    from sparsekm.sparse_learning import fixed_z, slmc
+    defaults = code_path.defaults
+    if not defaults:  # the current defaults, read once
+        defaults.update({k: getattr(fixed_z, k) for k in (
+            "_GRAM_FORM", "_DAMPED_ACTIVE_SET", "_IPM_EARLY", "_WARM_ACTIVE_SET_ITER")})
+        defaults["_COLD"] = slmc._COLD
+    if after:
+        for k, v in defaults.items():
+            setattr(slmc if k == "_COLD" else fixed_z, k, v)
+    else:
+        fixed_z._GRAM_FORM = fixed_z._DAMPED_ACTIVE_SET = False
+        fixed_z._IPM_EARLY = ()
+        fixed_z._WARM_ACTIVE_SET_ITER = 20
+        slmc._COLD = "ipm"
+
+
+code_path.defaults = {}
+
+
+def _slmc(Xtr, ytr, Xte, yte, Z0):
+    from sparsekm.kernels import RBF
+    from sparsekm.models import SLMC
+    from sparsekm.sparse_learning import slmc as slmc_mod
+    methods = collections.Counter()
+    original = slmc_mod._solve_features
+
+    def counting(*a, **k):
+        sol = original(*a, **k)
+        methods[sol.extra["method"]] += 1
+        return sol
+
+    slmc_mod._solve_features = counting
+    try:
+        t = time.process_time()
+        clf = SLMC(n_vectors=len(Z0), C=C, kernel=RBF(GAMMA), init=Z0, shared=True,
+                   random_state=SEED, **SETTINGS).fit(Xtr, ytr)
+        seconds = time.process_time() - t
+    finally:
+        slmc_mod._solve_features = original
+    return clf, {"seconds": seconds, "load_1min": _load(), "n_iter": int(clf.n_iter_[0]),
+                 "n_evaluations": int(sum(methods.values()) // len(clf.classes_)),
+                 "objective": float(clf.objective_.sum()),
+                 "test_error": float(np.mean(clf.predict(Xte) != yte)),
+                 "inner_solver_paths": dict(methods)}
+
+
+def run(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", default=str(OUT))
+    args = p.parse_args(argv)
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.multiclass import OneVsRestClassifier
+    from sklearn.svm import SVC
+
+    from sparsekm import datasets
+    from sparsekm.interop import expansion_from_estimator
+    from sparsekm.reduced_set import construct
+    warnings.simplefilter("ignore", ConvergenceWarning)
+    Xtr, ytr, Xte, yte = datasets.load_usps()
+    res = {"machine": machine(), "data": "USPS", "n_train": int(len(Xtr)),
+           "n_test": int(len(Xte)), "gamma": GAMMA, "C": C, "budget": BUDGET,
+           "slmc_settings": SETTINGS, "timing": "CPU seconds (time.process_time), one process"}
+    t = time.process_time()
+    svc = OneVsRestClassifier(SVC(C=C, gamma=GAMMA)).fit(Xtr, ytr)
+    res["svc_fit_s"] = svc_s = time.process_time() - t
+    res["svc_load_1min"] = _load()
+    res["svc_test_error"] = float(np.mean(svc.predict(Xte) != yte))
+    psi = expansion_from_estimator(svc)
+    t = time.process_time()
+    rs = construct(psi, BUDGET, shared=True, random_state=SEED)
+    res["shared_rs_s"] = rs_s = time.process_time() - t
+    Z0 = np.asarray(rs.expansion.vectors)
+    runs, models = {}, {}
+    for label in ("before", "after"):
+        code_path(label == "after")
+        models[label], row = _slmc(Xtr, ytr, Xte, yte, Z0)
+        row["ratio_slmc_to_svc_fit"] = row["seconds"] / svc_s
+        row["ratio_rs_plus_slmc_to_svc_fit"] = (rs_s + row["seconds"]) / svc_s
+        runs[label] = row
+        print(label, json.dumps(row), flush=True)
+    code_path(True)
+    hb = np.asarray(models["before"].W_history_[0])
+    ha = np.asarray(models["after"].W_history_[0])
+    n = min(len(hb), len(ha))
+    res["runs"] = runs
+    res["speedup"] = runs["before"]["seconds"] / runs["after"]["seconds"]
+    res["W_history_max_rel_diff"] = float(np.max(np.abs(hb[:n] - ha[:n]) / np.abs(hb[:n])))
+    res["W_history_rel_diff_first_10"] = float(np.max(np.abs(hb[:10] - ha[:10])
+                                                      / np.abs(hb[:10])))
+    res["load_1min_end"] = _load()
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(res, indent=1, sort_keys=True))
+    print(json.dumps({k: res[k] for k in ("svc_fit_s", "shared_rs_s", "speedup",
+                                          "W_history_max_rel_diff")}))
+    return res
+
+
+if __name__ == "__main__":
+    run()
