@@ -49,7 +49,7 @@ from ..expansion import KernelExpansion
 from ..kernels import estimator_kernel
 from ..parallel import dask_rowwise, parallel_map
 from ..persistence import register, spec
-from ..sparse_learning.fixed_z import _check_Z
+from ..sparse_learning.fixed_z import _check_Z, _solve_features
 from ..utils.progress import progress
 from ..utils.validation import check_array, check_scalar, validate_X
 
@@ -445,12 +445,13 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
                                                    max_iter=max_iter, tol=tol, callback=callback)
         bar.close()
         # final coefficients at the optimised Z, each problem solved to a tight tolerance
+        # (what fixed_z_svm does per problem; the features and K^z's whitening are shared)
         infos, betas, bs = [], [], []
-        Kzx = engine(res.Z, Xu)
-        for (Xc, yc, wc), warm in zip(problems, res.solution, strict=True):
-            sol = sparse_learning.fixed_z_svm(Xc, yc, res.Z, engine, float(self.C), tol=1e-6,
-                                              on_singular="pinv", Kzx=Kzx,
-                                              warm_start=warm.alpha, sample_weight=wc)
+        T = sparse_learning.whitening_transform(engine(res.Z), on_singular="pinv")
+        F = (T @ engine(res.Z, Xu)).T
+        for (_, yc, wc), warm in zip(problems, res.solution, strict=True):
+            sol = _solve_features(F, T, yc, float(self.C), tol=1e-6, warm_start=warm.alpha,
+                                  sample_weight=wc, solver="auto", features="whitened")
             betas.append(sol.beta)
             bs.append(sol.intercept)
             infos.append({"W": sol.W, "gap": sol.gap})

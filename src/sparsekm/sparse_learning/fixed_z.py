@@ -69,12 +69,14 @@ _IPM_NEAR = 1e-8
 _GRAM_FORM = True
 #: Damped exchange (:func:`_active_set_svm`): from step ``_DAMP_AFTER + 1`` on, or when all
 #: violators entering at once would make the margin set degenerate, or the partitions
-#: cycle, only the worst ``_DAMP_FRACTION`` of the entering violators move (``False``:
-#: all move, and the active set gives up on a cycle or a degenerate set, the previous
-#: behaviour). On USPS (250 XVs) this takes the warm start from 45 to 62 of 70 solves.
+#: cycle, only the worst ``_DAMP_FRACTION`` of the entering violators (at least
+#: ``_DAMP_MIN``) move (``False``: all move, and the active set gives up on a cycle or a
+#: degenerate set, the previous behaviour). On USPS (250 XVs) this takes the warm start
+#: from 45 to 62 of 70 sampled solves.
 _DAMPED_ACTIVE_SET = True
 _DAMP_AFTER = 1
 _DAMP_FRACTION = 0.5
+_DAMP_MIN = 10
 #: The interior point tries the active-set polish on its iterate when the duality measure
 #: falls below each of these fractions of the problem's scale (``_IPM_EARLY = ()``: only
 #: after convergence, the previous behaviour).
@@ -301,10 +303,10 @@ def _active_set_svm(F, y, C, alpha0, *, margin0=None, max_iter=6, kkt_tol=1e-9):
                                                   or it + 1 >= _DAMP_AFTER):
             # all violators at once would make S degenerate, or oscillate
             damped = True
-        if damped and n_in > 1:
+        if damped and n_in > _DAMP_MIN:
             # damped step: only the worst _DAMP_FRACTION of the violators enter the margin set
             idx = np.flatnonzero(enter)
-            n_keep = max(1, int(_DAMP_FRACTION * n_in))
+            n_keep = max(_DAMP_MIN, int(_DAMP_FRACTION * n_in))
             worst = idx[np.argsort(-np.abs(margin[idx] - 1.0), kind="stable")[:n_keep]]
             enter = np.zeros(n, dtype=bool)
             enter[worst] = True
