@@ -336,11 +336,8 @@ def _margin_system(F, y, C, S, B, s_idx):
     rhs = np.empty(k + 1)
     rhs[:k] = ys - Fs @ cb
     rhs[k] = -cB.sum()
-    try:
-        sol = np.linalg.solve(A, rhs)
-    except np.linalg.LinAlgError:
-        return None
-    if not np.all(np.isfinite(sol)):
+    sol = _solve_or_none(A, rhs)
+    if sol is None:
         return None
     v = sol[:k]
     return cb + Fs.T @ v, float(sol[k]), v * ys
@@ -362,13 +359,17 @@ def _margin_system_full(F, y, C, S, B, s_idx):
     A[m + 1:, :m] = Fs * ys[:, None]
     A[m + 1:, m] = ys
     rhs[m + 1:] = 1.0
+    sol = _solve_or_none(A, rhs)
+    return None if sol is None else (sol[:m], sol[m], sol[m + 1:])
+
+
+def _solve_or_none(A, rhs):
+    """``A^{-1} rhs`` by LU, or ``None`` when ``A`` is singular or the result not finite."""
     try:
         sol = np.linalg.solve(A, rhs)
     except np.linalg.LinAlgError:
         return None
-    if not np.all(np.isfinite(sol)):
-        return None
-    return sol[:m], sol[m], sol[m + 1:]
+    return sol if np.all(np.isfinite(sol)) else None
 
 
 def _qp_svm(F, y, C, alpha0=None, *, max_iter=1000):
