@@ -74,6 +74,7 @@ def _code_path(after):
     # the active-set speed-ups of bench_slmc_speed (off in the old path)
     fixed_z._GRAM_FORM = fixed_z._DAMPED_ACTIVE_SET = after
     fixed_z._IPM_EARLY = (1e-3, 1e-4, 1e-5, 1e-6, 1e-8, 1e-10) if after else ()
+    fixed_z._RETRY_DAMP = (0, 0.2, 3) if after else None
 
 
 def _error(expansion, X, y, classes):

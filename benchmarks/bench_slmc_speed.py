@@ -12,8 +12,8 @@ This script times, in one process and in CPU seconds (``time.process_time``,
   ``bench_fast_winners``'s "after") twice: ``before`` -- the inner-SVM path of main before
   this change (full KKT system in the active set, undamped exchange, interior point run to
   convergence before its polish, interior point as the cold start) -- and ``after`` --
-  the current defaults (bordered Gram system, damped exchange, active-set polish of the
-  interior iterates, capped libsvm + polish as the cold start).
+  the current defaults (bordered Gram system, damped exchange with a more cautious retry,
+  active-set polish of the interior iterates, capped libsvm + polish as the cold start).
 
 Both paths end every inner solve at an exact KKT point, so the L-BFGS trajectories agree
 to rounding: the JSON records the largest relative difference of the two ``W`` histories,
@@ -60,7 +60,8 @@ def code_path(after):
     defaults = code_path.defaults
     if not defaults:  # the current defaults, read once
         defaults.update({k: getattr(fixed_z, k) for k in (
-            "_GRAM_FORM", "_DAMPED_ACTIVE_SET", "_IPM_EARLY", "_WARM_ACTIVE_SET_ITER")})
+            "_GRAM_FORM", "_DAMPED_ACTIVE_SET", "_IPM_EARLY", "_WARM_ACTIVE_SET_ITER",
+            "_RETRY_DAMP")})
         defaults["_COLD"] = slmc._COLD
     if after:
         for k, v in defaults.items():
@@ -69,6 +70,7 @@ def code_path(after):
         fixed_z._GRAM_FORM = fixed_z._DAMPED_ACTIVE_SET = False
         fixed_z._IPM_EARLY = ()
         fixed_z._WARM_ACTIVE_SET_ITER = 20
+        fixed_z._RETRY_DAMP = None
         slmc._COLD = "ipm"
 
 

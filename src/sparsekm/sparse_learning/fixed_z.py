@@ -77,6 +77,9 @@ _DAMPED_ACTIVE_SET = True
 _DAMP_AFTER = 1
 _DAMP_FRACTION = 0.5
 _DAMP_MIN = 10
+#: ``(damp_after, fraction, minimum)`` of a second, more cautious warm active set when the
+#: first fails (``None``: no retry): damped from the first step, a fifth of the violators.
+_RETRY_DAMP = (0, 0.2, 3)
 #: The interior point tries the active-set polish on its iterate when the duality measure
 #: falls below each of these fractions of the problem's scale (``_IPM_EARLY = ()``: only
 #: after convergence, the previous behaviour).
@@ -228,7 +231,7 @@ def _linear_svm(F, y, C, tol, max_iter=-1, sample_weight=None):
     return alpha, w, b
 
 
-def _active_set_svm(F, y, C, alpha0, *, margin0=None, max_iter=6, kkt_tol=1e-9):
+def _active_set_svm(F, y, C, alpha0, *, margin0=None, max_iter=6, kkt_tol=1e-9, damp=None):
     """Warm-started primal-dual active-set solver for the linear SVM with free bias.
 
     Starting from the partition of a nearby solution ``alpha0`` (margin set ``S``,
@@ -245,12 +248,15 @@ def _active_set_svm(F, y, C, alpha0, *, margin0=None, max_iter=6, kkt_tol=1e-9):
     set degenerate (``|S| > n_features + 1``), from the second step on, or when the
     partitions cycle, only the worst ``_DAMP_FRACTION`` of the entering violators move
     (``_DAMPED_ACTIVE_SET``): the undamped exchange oscillates when ``Z`` moved far.
+    ``damp = (damp_after, fraction, minimum)`` overrides ``_DAMP_AFTER``,
+    ``_DAMP_FRACTION`` and ``_DAMP_MIN`` (the cautious retry, ``_RETRY_DAMP``).
     Returns ``None`` when it does not reach an exact KKT point within ``max_iter``
     solves or the margin set becomes degenerate; the caller then falls back to the
     interior point or libsvm. A returned solution satisfies every KKT condition to
     ``kkt_tol``, whatever path led to it.
     """
     n, m = F.shape
+    damp_after, damp_fraction, damp_min = damp or (_DAMP_AFTER, _DAMP_FRACTION, _DAMP_MIN)
     C = np.broadcast_to(np.asarray(C, dtype=float), (n,))
     bound_tol = 1e-8 * C
     S = (alpha0 > bound_tol) & (alpha0 < C - bound_tol)
@@ -300,13 +306,13 @@ def _active_set_svm(F, y, C, alpha0, *, margin0=None, max_iter=6, kkt_tol=1e-9):
         enter = enter0 | enterB
         n_in = int(enter.sum())
         if _DAMPED_ACTIVE_SET and not damped and (S.sum() + n_in > m + 1
-                                                  or it + 1 >= _DAMP_AFTER):
+                                                  or it + 1 >= damp_after):
             # all violators at once would make S degenerate, or oscillate
             damped = True
-        if damped and n_in > _DAMP_MIN:
-            # damped step: only the worst _DAMP_FRACTION of the violators enter the margin set
+        if damped and n_in > damp_min:
+            # damped step: only the worst damp_fraction of the violators enter the margin set
             idx = np.flatnonzero(enter)
-            n_keep = max(_DAMP_MIN, int(_DAMP_FRACTION * n_in))
+            n_keep = max(damp_min, int(damp_fraction * n_in))
             worst = idx[np.argsort(-np.abs(margin[idx] - 1.0), kind="stable")[:n_keep]]
             enter = np.zeros(n, dtype=bool)
             enter[worst] = True
@@ -684,6 +690,9 @@ def _solve_features(F, T, y, C, *, tol, warm_start, sample_weight, solver, featu
     if warm_start is not None and solver == "auto":
         solved = _active_set_svm(F, y, Cvec, np.asarray(warm_start, dtype=float),
                                  max_iter=_WARM_ACTIVE_SET_ITER)
+        if solved is None and _DAMPED_ACTIVE_SET and _RETRY_DAMP:
+            solved = _active_set_svm(F, y, Cvec, np.asarray(warm_start, dtype=float),
+                                     max_iter=2 * _WARM_ACTIVE_SET_ITER, damp=_RETRY_DAMP)
     method = "active-set"
     if solved is None and solver == "auto" and F.shape[0] <= _QP_FIRST_SAMPLES:
         # tiny problems (e.g. Titanic: 22 distinct (x, y) pairs): SQP + polish beats libsvm,
