@@ -6,14 +6,16 @@ inner linear SVM solved exactly at every L-BFGS evaluation (``fixed_z._solve_fea
 This script times, in one process and in CPU seconds (``time.process_time``,
 ``OMP_NUM_THREADS=1``):
 
-* the one-vs-rest ``SVC`` fit (the model to compress) and the shared RS construction
-  (the start, :func:`construct` with ``shared=True``);
+* the one-vs-rest ``SVC`` fit (the model to compress; three fits, the median is the
+  reference of the ratios) and the shared RS construction (the start, :func:`construct`
+  with ``shared=True``);
 * ``SLMC(shared=True, init=<shared RS>, max_iter=100, tol=1e-3)`` (the settings of
   ``bench_fast_winners``'s "after") twice: ``before`` -- the inner-SVM path of main before
   this change (full KKT system in the active set, undamped exchange, interior point run to
   convergence before its polish, interior point as the cold start) -- and ``after`` --
   the current defaults (bordered Gram system, damped exchange with a more cautious retry,
-  active-set polish of the interior iterates, capped libsvm + polish as the cold start).
+  active-set polish of the interior iterates, capped libsvm + polish as the cold start),
+  run twice (``after``, ``after_repeat``; the median is the figure of the ratios).
 
 Both paths end every inner solve at an exact KKT point, so the L-BFGS trajectories agree
 to rounding: the JSON records the largest relative difference of the two ``W`` histories,
@@ -47,6 +49,7 @@ SEED = 0
 GAMMA = 1 / 128
 C = 10.0
 SETTINGS = {"max_iter": 100, "tol": 1e-3}
+SVC_REPEATS = 3
 
 
 def _load():
@@ -120,9 +123,13 @@ def run(argv=None):
     res = {"machine": machine(), "data": "USPS", "n_train": int(len(Xtr)),
            "n_test": int(len(Xte)), "gamma": GAMMA, "C": C, "budget": BUDGET,
            "slmc_settings": SETTINGS, "timing": "CPU seconds (time.process_time), one process"}
-    t = time.process_time()
-    svc = OneVsRestClassifier(SVC(C=C, gamma=GAMMA)).fit(Xtr, ytr)
-    res["svc_fit_s"] = svc_s = time.process_time() - t
+    fits = []
+    for _ in range(SVC_REPEATS):  # the reference itself varies with the load: its median
+        t = time.process_time()
+        svc = OneVsRestClassifier(SVC(C=C, gamma=GAMMA)).fit(Xtr, ytr)
+        fits.append(time.process_time() - t)
+    res["svc_fit_s_all"] = fits
+    res["svc_fit_s"] = svc_s = float(np.median(fits))
     res["svc_load_1min"] = _load()
     res["svc_test_error"] = float(np.mean(svc.predict(Xte) != yte))
     psi = expansion_from_estimator(svc)
@@ -131,19 +138,23 @@ def run(argv=None):
     res["shared_rs_s"] = rs_s = time.process_time() - t
     Z0 = np.asarray(rs.expansion.vectors)
     runs, models = {}, {}
-    for label in ("before", "after"):
-        code_path(label == "after")
+    for label in ("before", "after", "after_repeat"):
+        code_path(label != "before")
         models[label], row = _slmc(Xtr, ytr, Xte, yte, Z0)
         row["ratio_slmc_to_svc_fit"] = row["seconds"] / svc_s
         row["ratio_rs_plus_slmc_to_svc_fit"] = (rs_s + row["seconds"]) / svc_s
         runs[label] = row
         print(label, json.dumps(row), flush=True)
     code_path(True)
+    after_s = float(np.median([runs["after"]["seconds"], runs["after_repeat"]["seconds"]]))
+    res["after_s_median"] = after_s
+    res["ratio_slmc_to_svc_fit"] = after_s / svc_s
+    res["ratio_rs_plus_slmc_to_svc_fit"] = (rs_s + after_s) / svc_s
     hb = np.asarray(models["before"].W_history_[0])
     ha = np.asarray(models["after"].W_history_[0])
     n = min(len(hb), len(ha))
     res["runs"] = runs
-    res["speedup"] = runs["before"]["seconds"] / runs["after"]["seconds"]
+    res["speedup"] = runs["before"]["seconds"] / after_s
     res["W_history_max_rel_diff"] = float(np.max(np.abs(hb[:n] - ha[:n]) / np.abs(hb[:n])))
     res["W_history_rel_diff_first_10"] = float(np.max(np.abs(hb[:10] - ha[:10])
                                                       / np.abs(hb[:10])))
@@ -151,7 +162,9 @@ def run(argv=None):
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(res, indent=1, sort_keys=True))
-    print(json.dumps({k: res[k] for k in ("svc_fit_s", "shared_rs_s", "speedup",
+    print(json.dumps({k: res[k] for k in ("svc_fit_s_all", "shared_rs_s", "speedup",
+                                          "ratio_slmc_to_svc_fit",
+                                          "ratio_rs_plus_slmc_to_svc_fit",
                                           "W_history_max_rel_diff")}))
     return res
 
