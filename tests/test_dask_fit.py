@@ -268,8 +268,11 @@ def test_approx_svc_same_model_whatever_is_cached(dask_client, data):
     for name, cfg in [("all", {"sparsekm.cache-bytes": 1e12}), ("none", {"sparsekm.cache-bytes": 0}),
                       ("half", {"sparsekm.cache-bytes": 10_000})]:
         with dask.config.set(cfg):
+            # stopped on the objective's relative change: a rounding difference in L_r
+            # between the modes would move the stopping iteration and the model
             fits[name] = fit_approx_svc(ApproxSVC(**params), _dask(X),
-                                        da.from_array(y, chunks=100), 10.0, max_iter=25)
+                                        da.from_array(y, chunks=100), 10.0, max_iter=1000,
+                                        tol=1e-6)
     info = {k: (c.dask_info_["factor_partitions_kept"], c.dask_info_["features_partitions_kept"])
             for k, c in fits.items()}
     assert info["all"] == (4, 4) and info["none"] == (0, 0)
@@ -278,6 +281,8 @@ def test_approx_svc_same_model_whatever_is_cached(dask_client, data):
     for name in ("none", "half"):
         np.testing.assert_array_equal(fits[name].basis_.basis_indices_,
                                       fits["all"].basis_.basis_indices_)
+        np.testing.assert_allclose(fits[name].basis_.cholesky_, fits["all"].basis_.cholesky_,
+                                   rtol=0, atol=0)  # the client builds L_r in every mode
         np.testing.assert_allclose(fits[name].decision_function(X), f_all, rtol=0,
-                                   atol=1e-9 * np.abs(f_all).max())
-        assert fits[name].n_iter_ == fits["all"].n_iter_ == 25
+                                   atol=1e-12 * np.abs(f_all).max())
+        assert fits[name].n_iter_ == fits["all"].n_iter_ < 1000

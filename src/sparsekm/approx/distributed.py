@@ -519,6 +519,14 @@ def greedy_basis_distributed(X, kernel, n_basis, *, tol=1e-3, first=None, init="
         if se_max_now < tol or se_max_now <= floor:
             break
         se_p, p, x_p, g_p = cand
+        if j:
+            # The pivot's row of L_r from x_p on the client, not the partition's report: a
+            # kept partition updates its L incrementally, a recomputed one solves with L_r,
+            # and the two agree only to rounding. Recomputing it here makes L_r (and so
+            # Gamma and the model) independent of which partitions were cached.
+            g_p = solve_triangular(Lr, kernel(Xr, x_p[None, :])[:, 0].astype(np.float64),
+                                   lower=True, check_finite=False)
+            se_p = max(float(kernel.diag(x_p[None, :])[0]) - float(g_p @ g_p), 0.0)
         if se_p <= floor:
             break
         pivots.append(int(p))
