@@ -256,7 +256,8 @@ def main(argv=None):
     parser.add_argument("--worker-memory-gib", type=float, default=1.0)
     parser.add_argument("--in-memory-max", type=int, default=1_000_000)
     parser.add_argument("--test-rows", type=int, default=100_000)
-    parser.add_argument("--cache-modes", nargs="+", choices=["off", "partial", "partial-headroom", "full"],
+    parser.add_argument("--cache-modes", nargs="+",
+                        choices=["off", "partial", "partial-headroom", "full"],
                         help="compare caching modes side by side (see the module notes)")
     parser.add_argument("--partial-worker-gib", type=float, default=0.5)
     parser.add_argument("--out", default=None)

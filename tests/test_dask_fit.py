@@ -265,8 +265,8 @@ def test_approx_svc_same_model_whatever_is_cached(dask_client, data):
     fits = {}
     # all kept (unbounded budget), none kept, and part kept: Gamma of a 100-row partition
     # at m = 10 takes 8 * 100 * 12 = 9,600 bytes, its greedy state 100 * (8 * 15 + 8).
-    for name, cfg in [("all", {"sparsekm.cache-bytes": 1e12}), ("none", {"sparsekm.cache-bytes": 0}),
-                      ("half", {"sparsekm.cache-bytes": 10_000})]:
+    for name, budget in [("all", 1e12), ("none", 0), ("half", 10_000)]:
+        cfg = {"sparsekm.cache-bytes": budget}
         with dask.config.set(cfg):
             # stopped on the objective's relative change: a rounding difference in L_r
             # between the modes would move the stopping iteration and the model
