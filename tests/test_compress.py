@@ -231,7 +231,7 @@ def test_cv_without_validation_data(moons):
     assert rep["selection"].startswith("3-fold CV")
     assert small.n_vectors_ <= 8
     # a loaded model cannot be re-trained on the folds: RS candidates refused, with a reason
-    exact = ExpansionClassifier.from_estimator(svc)
+    exact = sparsekm.multiclass.ExpansionClassifier.from_estimator(svc)
     small = sparsekm.compress(exact, n_vectors=8, X_train=Xtr, y_train=ytr,
                               method=["construct", "kmeans-svm"], random_state=0, **_cheap())
     assert _rows(small)[0]["status"] == "refused" and "re-trained" in _rows(small)[0]["reason"]
