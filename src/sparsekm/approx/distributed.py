@@ -226,12 +226,6 @@ def _check_finite_block(B, name):
     return B
 
 
-def _worker_memory(client):
-    workers = client.scheduler_info().get("workers", {})
-    limits = [w.get("memory_limit") or 0 for w in workers.values()]
-    return float(sum(limits)) if all(limits) else float("inf")
-
-
 def cache_budgets(client):
     """Bytes of kept per-partition state each worker may hold: ``{address: bytes}``.
 
