@@ -667,7 +667,7 @@ METHODS = {
     "approx_svc": Method("sparsekm", m_approx_svc, "ApproxSVC (one greedy basis, C tuned)",
                          max_budget={"usps": 500, "usps784": 250}),
     "compress_auto": Method("sparsekm", m_compress_auto, "sparsekm.compress (auto)",
-                            max_budget={"usps784": 100}),
+                            max_budget={"usps784": 250}),
     "greedy_basis_linear": Method("sparsekm", m_greedy_basis_linear,
                                   "greedy basis (shared) + LinearSVC"),
     "approx_kfd": Method("sparsekm", m_approx_kfd, "ApproxKFD (greedy basis)", multiclass=False),

@@ -65,7 +65,8 @@ def test_auto_picks_lowest_validation_error(which, request):
     # each row reports its agreement with the original on the validation data
     for r in _rows(small):
         if r["status"] in ("ok", "chosen"):
-            assert 0.0 <= r["agreement"] <= 1.0 and r["seconds"] >= 0.0
+            assert 0.0 <= r["agreement"] <= 1.0
+            assert isinstance(r["seconds"], float)  # the report records build time (a field)
     agree = float(np.mean(small.predict(Xv) == model.predict(Xv)))
     np.testing.assert_allclose(row["agreement"], agree, atol=1e-15)
     np.testing.assert_array_equal(small.classes_, model.classes_)
@@ -319,3 +320,26 @@ def test_cli_reduce_with_train_and_validation(blobs, tmp_path, capsys):
             main([*base, *extra, "-o", str(tmp_path / "u.skm")])
         assert exc.value.code == 2, extra
     assert not (tmp_path / "u.skm").exists()
+
+
+def test_slmc_tries_the_source_machines_C_first(moons):
+    """Wu et al.'s SLMC keeps the SVM's C: compress builds the grid value nearest to the
+    original's C first, so a time limit spent during the SLMC cuts the other C values."""
+    from sparsekm.compress import _Candidates, _source_C
+    from sparsekm.multiclass import ExpansionClassifier
+
+    svc, Xtr, ytr, Xv, yv, _, _ = moons
+    assert _source_C(svc) == 10.0
+    assert _source_C(OneVsRestClassifier(SVC(C=3.0))) == 3.0
+    assert _source_C(sparsekm.KernelExpansion.from_estimator(svc)) is None
+    exact = ExpansionClassifier.from_estimator(svc)
+    cands = _Candidates(exact, True, 2, 50, 0, source_C=10.0)
+    # |log C - log 10|: 10 first, then 1 and 100 (tied: grid order), then 0.1
+    assert cands.variants("slmc", True) == ["C=10", "C=1", "C=100", "C=0.1"]
+    assert cands.variants("kmeans-svm", True) == ["C=0.1", "C=1", "C=10", "C=100"]
+    assert _Candidates(exact, True, 2, 50, 0).variants("slmc", True)[0] == "C=0.1"
+    small = sparsekm.compress(svc, Xv, yv, n_vectors=5, method=["slmc"], X_train=Xtr,
+                              y_train=ytr, time_limit=1e-9, **_cheap(random_state=0))
+    (row,) = _rows(small)
+    assert row["variant"] == "C=10"
+    assert row["reason"] == "time limit: C=1, C=100, C=0.1 not tried"

@@ -204,3 +204,85 @@ def test_reduce_expansion_of_dask_vectors_uses_partition_sums(dask_client):
     assert np.all(np.diff(res.objective_path) <= 1e-12) and res.objective < psi.norm2()
     with pytest.raises(ValueError, match="method='construct' only"):
         reduce_expansion(dpsi, 5, method="select-kpca")
+
+
+# -- partial caching: as much per-partition state as the budget holds -------------------------
+
+#: bytes of one 70-row partition's greedy state at m = 12, d = 3 (X, L, se, diag, |x|^2)
+_STATE_70 = 70 * (8 * (3 + 12 + 2) + 8)
+
+
+def test_cache_plan_keeps_what_the_budget_holds(dask_client):
+    import dask
+
+    from sparsekm.approx.distributed import cache_budgets, plan_cache
+
+    sizes = [100.0] * 7
+    with dask.config.set({"sparsekm.cache-bytes": 250}):
+        assert set(cache_budgets(dask_client).values()) == {250.0}
+        homes = plan_cache("auto", dask_client, sizes)
+    # two per worker (2 workers), in row order, spread over both workers
+    assert [h is not None for h in homes] == [True] * 4 + [False] * 3
+    assert len(set(homes[:4])) == 2
+    assert None not in plan_cache(True, dask_client, sizes)
+    assert plan_cache(False, dask_client, sizes) == [None] * 7
+    with dask.config.set({"sparsekm.cache-fraction": 0.0}):
+        assert plan_cache("auto", dask_client, sizes) == [None] * 7
+    with dask.config.set({"sparsekm.cache-fraction": 1.5}), \
+            pytest.raises(ValueError, match="cache-fraction must be in"):
+        plan_cache("auto", dask_client, sizes)
+    with pytest.raises(ValueError, match="keep_factor must be True, False or 'auto'"):
+        plan_cache("yes", dask_client, sizes)
+
+
+@pytest.mark.parametrize("budget, n_kept", [(None, 6), (0, 0), (2 * _STATE_70 + 1, 4),
+                                            (_STATE_70, 2)],
+                         ids=["all", "none", "two-per-worker", "one-per-worker"])
+def test_greedy_basis_partial_cache_equals_in_memory(dask_client, data, budget, n_kept):
+    import dask
+
+    X = data[0]
+    ref = GreedyBasis(n_basis=12, tol=0.0, kernel=RBF(0.4), random_state=3).fit(X)
+    gb = GreedyBasis(n_basis=12, tol=0.0, kernel=RBF(0.4), random_state=3)
+    cfg = {} if budget is None else {"sparsekm.cache-bytes": budget}
+    with dask.config.set(cfg):
+        gb._fit_dask(_dask(X, 70))  # 6 partitions (the last of 10 rows), keep_factor="auto"
+    assert (gb.dask_info_["partitions_kept"], gb.dask_info_["n_partitions"]) == (n_kept, 6)
+    assert gb.dask_info_["keep_factor"] is (n_kept == 6)
+    np.testing.assert_array_equal(gb.basis_indices_, ref.basis_indices_)
+    np.testing.assert_array_equal(gb.basis_vectors_, ref.basis_vectors_)
+    np.testing.assert_allclose(np.tril(gb.cholesky_), np.tril(ref.cholesky_), rtol=0, atol=1e-10)
+    np.testing.assert_allclose(gb.residuals_.compute(), ref.residuals_, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(gb.mse_, ref.mse_, rtol=1e-10)
+
+
+def test_approx_svc_same_model_whatever_is_cached(dask_client, data):
+    import dask
+
+    X, y = data
+    params = dict(C=10.0, n_basis=10, kernel=RBF(0.5), solver="lbfgs", max_iter=25,
+                  random_state=0)
+    fits = {}
+    # all kept (unbounded budget), none kept, and part kept: Gamma of a 100-row partition
+    # at m = 10 takes 8 * 100 * 12 = 9,600 bytes, its greedy state 100 * (8 * 15 + 8).
+    for name, budget in [("all", 1e12), ("none", 0), ("half", 10_000)]:
+        cfg = {"sparsekm.cache-bytes": budget}
+        with dask.config.set(cfg):
+            # stopped on the objective's relative change: a rounding difference in L_r
+            # between the modes would move the stopping iteration and the model
+            fits[name] = fit_approx_svc(ApproxSVC(**params), _dask(X),
+                                        da.from_array(y, chunks=100), 10.0, max_iter=1000,
+                                        tol=1e-6)
+    info = {k: (c.dask_info_["factor_partitions_kept"], c.dask_info_["features_partitions_kept"])
+            for k, c in fits.items()}
+    assert info["all"] == (4, 4) and info["none"] == (0, 0)
+    assert 0 < info["half"][0] < 4 and 0 < info["half"][1] < 4
+    f_all = fits["all"].decision_function(X)
+    for name in ("none", "half"):
+        np.testing.assert_array_equal(fits[name].basis_.basis_indices_,
+                                      fits["all"].basis_.basis_indices_)
+        np.testing.assert_allclose(fits[name].basis_.cholesky_, fits["all"].basis_.cholesky_,
+                                   rtol=0, atol=0)  # the client builds L_r in every mode
+        np.testing.assert_allclose(fits[name].decision_function(X), f_all, rtol=0,
+                                   atol=1e-12 * np.abs(f_all).max())
+        assert fits[name].n_iter_ == fits["all"].n_iter_ < 1000

@@ -146,3 +146,18 @@ def test_kernel_table_puts_the_kernel_spread_beside_the_seed_spread(monkeypatch)
     assert "Titanic" not in text and not cache.hits
     assert slmc._kernel_table([("5% random", 0.05, "slmc")], ["titanic"], cache,
                               Context(seeds=3)) == ""
+
+
+def test_kernel_table_counts_cells_whose_kernel_spread_is_wider(monkeypatch):
+    """The summary under the spread table counts the cells that meet the goal (kernel spread
+    no wider than the seed spread) and names the others with both widths."""
+    from sparsekm.reproduce import slmc
+
+    _fake_runs(monkeypatch, {0: [0.20, 0.18], 1: [0.16, 0.16], 2: [0.14, 0.16]})
+    # seeds 15.0-19.0 (width 4.0); banana's kernels within it, titanic's 12.0-21.0 (9.0)
+    monkeypatch.setattr(slmc, "kernel_means", lambda name, ratio, m, cache, ctx: (
+        {"Prescott": 17.5} if name == "banana" else {"Prescott": 12.0, "Haswell": 21.0}))
+    text = slmc._kernel_table([("5% random", 0.05, "slmc")], ["banana", "titanic"],
+                              CellCache(None), Context(seeds=3))
+    assert text.rstrip().endswith(
+        "met in 1 of 2 cells; wider in 1: Titanic 5% random (9.0 against 4.0, 3 kernels).")

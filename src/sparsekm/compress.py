@@ -210,6 +210,23 @@ _ROW_KEYS = ("method", "variant", "budget", "n_vectors", "val_error", "agreement
              "status", "reason")
 
 
+def _source_C(model):
+    """The original machine's ``C`` (an SVC, or a one-vs-rest / one-vs-one wrapper around
+    one), or None when it has none."""
+    get = getattr(model, "get_params", None)
+    if get is None:
+        return None
+    try:
+        params = get()
+    except Exception:  # noqa: BLE001 - a model without usable parameters has no C
+        return None
+    for key in ("C", "estimator__C"):
+        C = params.get(key)
+        if isinstance(C, (int, float)) and not isinstance(C, bool) and np.isfinite(C) and C > 0:
+            return float(C)
+    return None
+
+
 class CompressReport(dict):
     """What :func:`compress` tried: a plain dictionary with a table and a plot.
 
@@ -478,16 +495,22 @@ class _Candidates:
     """Builders of every method at one budget (``build(split, variant)``) and their
     variants (thresholds, C)."""
 
-    def __init__(self, exact0, shared, n_init, max_iter, seed):
+    def __init__(self, exact0, shared, n_init, max_iter, seed, source_C=None):
         self.exact0, self.shared, self.seed = exact0, shared, seed
         self.n_init, self.max_iter = n_init, max_iter
+        self.source_C = source_C
         self.kernel = exact0.expansion.kernel
         self.multi = exact0.expansion.is_multioutput and exact0.expansion.n_outputs > 1
 
     def variants(self, method, has_fit):
         if method in _RS_METHODS:
             return ["b kept"] + (["b refit on train"] if has_fit else [])
-        return [f"C={C:g}" for C in C_GRID]
+        grid = list(C_GRID)
+        if method == "slmc" and self.source_C is not None:
+            # the SLMC of Wu et al. keeps the SVM's C: the grid value nearest to it (in
+            # log C) is built first, so a spent time limit cuts the least likely ones
+            grid.sort(key=lambda C: abs(np.log(C) - np.log(self.source_C)))
+        return [f"C={C:g}" for C in grid]
 
     # -- reduced sets of the original machine ----------------------------------------
     def _prefix(self, split, b):
@@ -650,14 +673,15 @@ def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increas
         ``"greedy-svm"`` (one greedy basis, Franc & Hlavac, of the whole budget shared
         by all classes + ``LinearSVC``) and ``"slmc"`` (shared SLMC, Wu et al., started
         from the shared RS). Every direct method has C chosen on validation among
-        ``C_GRID``; the RS methods their thresholds (kept, or re-fitted on the
-        training data). Also ``"select-kpca"``, ``"select-backward"``, ``"select-l1"``.
+        ``C_GRID`` (the SLMC tries the value nearest the original's ``C`` first, the
+        SVM's C of Wu et al.'s protocol); the RS methods their thresholds (kept, or
+        re-fitted on the training data). Also ``"select-kpca"``, ``"select-backward"``, ``"select-l1"``.
         The direct methods need ``X_train, y_train``; without them they are refused.
     X_train, y_train : array-like, optional
         The original's training data (for the direct methods and re-fitted thresholds).
     time_limit : float, optional
-        Seconds. Candidates not started when it is spent are skipped (the report says
-        so). Default: ``TIME_LIMIT_FACTOR`` (20) times the first candidate's build
+        Seconds. Candidates not started when it is spent are skipped, and a
+        candidate's C values not yet tried are cut (the report says so). Default: ``TIME_LIMIT_FACTOR`` (20) times the first candidate's build
         seconds, at least ``TIME_LIMIT_FLOOR`` (60 s).
     random_state : int, RandomState instance or None
     shared : bool, default=True
@@ -745,7 +769,7 @@ def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increas
     rng = check_random_state(random_state)
     seed = int(rng.randint(np.iinfo(np.int32).max))
     n_full = int(psi.compress().n_terms)
-    cands = _Candidates(exact, shared, n_init, max_iter, seed)
+    cands = _Candidates(exact, shared, n_init, max_iter, seed, source_C=_source_C(model))
     messages = []
 
     # the splits: the validation data, or k folds inside the training data

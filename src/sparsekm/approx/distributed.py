@@ -35,8 +35,15 @@ per-partition state, chosen by ``keep_factor``:
     ``O(n j (d + j))`` per step. For data (and a factor) larger than the workers'
     memory.
 
-``"auto"`` keeps the factor when it takes at most a third of the workers' total
-memory limit.
+``keep_factor="auto"`` (the default) keeps, partition by partition in row order, as
+much of the state as the workers' budget holds and recomputes only the rest every
+step (:func:`plan_cache`): each worker may keep ``sparsekm.cache-fraction`` (a
+``dask.config`` key, default ``1/3``) of its memory limit, or ``sparsekm.cache-bytes``
+bytes when that key is set. With ``P_kept`` of ``P`` partitions kept a step costs
+about ``P_kept/P`` of the kept mode's work plus ``(P - P_kept)/P`` of the recomputed
+mode's; the kept and recomputed steps compute the same numbers (to rounding), so the
+basis does not depend on how much is cached. ``Gamma`` for the models follows the same
+rule (``keep_features``).
 
 **Models.** :func:`approx_kfd_distributed` reduces the per-class sums and the
 ``m x m`` within-class scatter of the rows of ``A = Gamma L_r^T`` over the
@@ -72,12 +79,15 @@ __all__ = [
     "get_client",
     "greedy_basis_distributed",
     "approx_kfd_distributed",
+    "cache_budgets",
+    "plan_cache",
     "squared_hinge_lbfgs_distributed",
     "squared_hinge_objective",
     "row_partitions",
 ]
 
-#: Fraction of the workers' total memory limit the kept per-partition state may use.
+#: Default fraction of each worker's memory limit the kept per-partition state may use
+#: (``dask.config`` key ``sparsekm.cache-fraction``; see :func:`cache_budgets`).
 _KEEP_FRACTION = 1.0 / 3.0
 
 
@@ -216,18 +226,63 @@ def _check_finite_block(B, name):
     return B
 
 
-def _worker_memory(client):
+def cache_budgets(client):
+    """Bytes of kept per-partition state each worker may hold: ``{address: bytes}``.
+
+    ``dask.config`` key ``sparsekm.cache-bytes`` (bytes per worker) if set, else
+    ``sparsekm.cache-fraction`` (default ``1/3``) times the worker's memory limit
+    (no limit: unbounded). Read at every fit, so ``with dask.config.set(...)`` works.
+    """
+    import dask
+
+    per_worker = dask.config.get("sparsekm.cache-bytes", None)
+    fraction = dask.config.get("sparsekm.cache-fraction", _KEEP_FRACTION)
+    if per_worker is not None:
+        per_worker = float(per_worker)
+        if not per_worker >= 0:
+            raise ValueError(f"sparsekm.cache-bytes must be a number >= 0; got {per_worker!r}.")
+    if not 0.0 <= float(fraction) <= 1.0:
+        raise ValueError(f"sparsekm.cache-fraction must be in [0, 1]; got {fraction!r}.")
     workers = client.scheduler_info().get("workers", {})
-    limits = [w.get("memory_limit") or 0 for w in workers.values()]
-    return float(sum(limits)) if all(limits) else float("inf")
+    out = {}
+    for addr, info in sorted(workers.items()):
+        limit = info.get("memory_limit") or 0
+        if per_worker is not None:
+            out[addr] = per_worker
+        else:
+            out[addr] = float(fraction) * limit if limit else float("inf")
+    return out
 
 
-def _decide_keep(keep, client, n_bytes):
-    if keep == "auto":
-        return n_bytes <= _KEEP_FRACTION * _worker_memory(client)
-    if keep not in (True, False):
-        raise ValueError(f"keep_factor must be True, False or 'auto'; got {keep!r}.")
-    return keep
+def plan_cache(keep, client, part_bytes, owner="GreedyBasis", name="keep_factor"):
+    """The worker that keeps each partition's state, or ``None`` (recomputed per step).
+
+    ``keep=True`` keeps every partition, ``False`` none; ``"auto"`` keeps, in row
+    order, every partition that still fits some worker's :func:`cache_budgets`
+    (the worker with the fewest kept bytes that has room), so as much of the state
+    as the budget allows stays in memory and only the rest is recomputed. Kept
+    partitions are spread over the workers by bytes (fewest kept bytes first, ties
+    by address). The plan decides only where the work happens: the kept and the
+    recomputed steps give the same numbers up to rounding.
+    """
+    if keep not in (True, False, "auto"):
+        raise ValueError(f"{name} must be True, False or 'auto'; got {keep!r}.")
+    budgets = cache_budgets(client)
+    if not budgets:
+        raise RuntimeError(f"{owner}: the dask cluster has no workers.")
+    if keep is False:
+        return [None] * len(part_bytes)
+    used = dict.fromkeys(budgets, 0.0)
+    homes = []
+    for nbytes in part_bytes:
+        room = [a for a in budgets if keep is True or used[a] + nbytes <= budgets[a]]
+        if not room:
+            homes.append(None)
+            continue
+        addr = min(room, key=lambda a: used[a])  # sorted addresses: ties to the first
+        used[addr] += nbytes
+        homes.append(addr)
+    return homes
 
 
 # -- Algorithm 1, per-partition tasks ----------------------------------------------------------
@@ -360,9 +415,11 @@ def greedy_basis_distributed(X, kernel, n_basis, *, tol=1e-3, first=None, init="
         Only used when ``first`` is None: ``"max-diag"`` takes the largest ``k(x, x)``
         (lowest index on ties).
     keep_factor : bool or "auto", default="auto"
-        Keep each partition's rows of ``X``, ``L`` and ``se`` in worker memory
-        (``O(n m)`` time per step... see the module notes) or re-read the partitions
-        and recompute the coordinates every step (``O(n)`` worker memory).
+        ``True``: keep every partition's rows of ``X``, ``L`` and ``se`` in worker
+        memory (``O(n_k (d + j))`` per partition and step); ``False``: re-read every
+        partition and recompute its coordinates each step (``O(n_k j (d + j))``, no
+        state kept); ``"auto"``: keep as many partitions as :func:`cache_budgets`
+        allows (:func:`plan_cache`), recompute the others. Same result in every mode.
     client : distributed.Client or None
         ``None``: the current client.
     callback : callable, optional
@@ -374,7 +431,8 @@ def greedy_basis_distributed(X, kernel, n_basis, *, tol=1e-3, first=None, init="
         ``pivots`` (m,), ``basis_vectors`` (m, d), ``cholesky`` (m, m) lower
         triangular ``L_r``, ``residuals`` (dask array of ``se`` over the rows, lazy
         or backed by the kept state), ``mse`` (mean residual), ``keep_factor``
-        (the mode used), ``step_seconds`` (list of the wall time of each step).
+        (whether every partition was kept), ``partitions_kept``, ``n_partitions``,
+        ``step_seconds`` (list of the wall time of each step).
     """
     import time
 
@@ -386,28 +444,38 @@ def greedy_basis_distributed(X, kernel, n_basis, *, tol=1e-3, first=None, init="
     n, dim = X.shape
     m_max = int(min(n_basis, n))
     dtype = X.dtype
-    keep = _decide_keep(keep_factor, client, 8.0 * n * (dim + m_max + 2))
     parts = row_partitions(X)
     starts = np.concatenate([[0], np.cumsum(X.chunks[0])[:-1]]).astype(int)
     sizes = np.asarray(X.chunks[0], dtype=int)
+    item = np.dtype(dtype).itemsize
+    homes = plan_cache(keep_factor, client,
+                       [float(c) * (item * (dim + m_max + 2) + 8) for c in sizes], owner)
+    kept = [k for k, h in enumerate(homes) if h is not None]
     kern = dask.delayed(kernel, pure=True, traverse=False)
     kern_f = client.scatter(kernel, broadcast=True, hash=False)
 
     # Step 0: per-partition diagonals (largest k(x, x) and its row, and sum for the floor).
-    if keep:
-        states = client.compute([dask.delayed(_keep_init)(b, kern, m_max, int(s))
-                                 for b, s in zip(parts, starts, strict=True)])
-        first_info = _run(client, [client.submit(_keep_first_summary, st, int(s), pure=False)
-                                   for st, s in zip(states, starts, strict=True)], owner)
-        # Every later task of a partition runs where its state lives: nothing of size n
-        # moves between workers.
-        who = client.who_has(states)
-        homes = [list(who[st.key])[:1] or None for st in states]
-    else:
-        states = None
-        first_info = _run(client, client.compute(
-            [dask.delayed(_stream_diag)(b, kern, int(s))
-             for b, s in zip(parts, starts, strict=True)]), owner)
+    # Kept partitions build their state on their planned worker and every later task of
+    # theirs runs there (nothing of size n moves between workers); the others are re-read
+    # from the dask graph at every step.
+    states = [None] * len(parts)
+    for k in kept:
+        states[k] = client.compute(dask.delayed(_keep_init)(parts[k], kern, m_max,
+                                                            int(starts[k])),
+                                   workers=[homes[k]], allow_other_workers=False)
+
+    def gather_in_order(kept_futs, streamed):
+        """Results of the kept futures and of the streamed delayed, in partition order."""
+        streamed_futs = client.compute(list(streamed.values())) if streamed else []
+        res = _run(client, list(kept_futs.values()) + list(streamed_futs), owner)
+        by_k = dict(zip(list(kept_futs) + list(streamed), res, strict=True))
+        return [by_k[k] for k in range(len(parts))]
+
+    first_info = gather_in_order(
+        {k: client.submit(_keep_first_summary, states[k], int(starts[k]), pure=False,
+                          workers=[homes[k]]) for k in kept},
+        {k: dask.delayed(_stream_diag)(b, kern, int(starts[k]))
+         for k, b in enumerate(parts) if states[k] is None})
     diag_max = max(info[0] for info in first_info)
     floor = 10.0 * n * np.finfo(dtype).eps * max(diag_max, np.finfo(dtype).tiny)
 
@@ -445,6 +513,14 @@ def greedy_basis_distributed(X, kernel, n_basis, *, tol=1e-3, first=None, init="
         if se_max_now < tol or se_max_now <= floor:
             break
         se_p, p, x_p, g_p = cand
+        if j:
+            # The pivot's row of L_r from x_p on the client, not the partition's report: a
+            # kept partition updates its L incrementally, a recomputed one solves with L_r,
+            # and the two agree only to rounding. Recomputing it here makes L_r (and so
+            # Gamma and the model) independent of which partitions were cached.
+            g_p = solve_triangular(Lr, kernel(Xr, x_p[None, :])[:, 0].astype(np.float64),
+                                   lower=True, check_finite=False)
+            se_p = max(float(kernel.diag(x_p[None, :])[0]) - float(g_p @ g_p), 0.0)
         if se_p <= floor:
             break
         pivots.append(int(p))
@@ -455,22 +531,18 @@ def greedy_basis_distributed(X, kernel, n_basis, *, tol=1e-3, first=None, init="
         L_next[j, j] = np.sqrt(se_p)
         Lr = L_next
         Xr = np.vstack([Xr, x_p[None, :]])
-        if keep:
-            # The step returns the (updated) state as a new future: correct wherever the
-            # scheduler runs it, and the old key is released.
-            states = [client.submit(_keep_step, st, kern_f, j, x_p, g_p, se_p, int(p), int(s),
-                                    pure=False, workers=home)
-                      for st, s, home in zip(states, starts, homes, strict=True)]
-            infos = _run(client, [client.submit(_keep_summary, st, int(s), pure=False,
-                                                workers=home)
-                                  for st, s, home in zip(states, starts, homes, strict=True)],
-                         owner)
-        else:
-            Lr_cast = Lr.astype(dtype)
-            here = _pivots_by_partition(pivots, starts, sizes)
-            infos = _run(client, client.compute(
-                [dask.delayed(_stream_step)(b, kern, Xr, Lr_cast, here[k], int(starts[k]))
-                 for k, b in enumerate(parts)]), owner)
+        # Kept: the step returns the (updated) state as a new future, run where it lives,
+        # and the old key is released. Recomputed: gamma from the partition and (Xr, L_r).
+        for k in kept:
+            states[k] = client.submit(_keep_step, states[k], kern_f, j, x_p, g_p, se_p, int(p),
+                                      int(starts[k]), pure=False, workers=[homes[k]])
+        Lr_cast = Lr.astype(dtype)
+        here = _pivots_by_partition(pivots, starts, sizes)
+        infos = gather_in_order(
+            {k: client.submit(_keep_summary, states[k], int(starts[k]), pure=False,
+                              workers=[homes[k]]) for k in kept},
+            {k: dask.delayed(_stream_step)(b, kern, Xr, Lr_cast, here[k], int(starts[k]))
+             for k, b in enumerate(parts) if states[k] is None})
         top = best(infos)
         se_max_now = top[0]
         cand = top
@@ -479,25 +551,25 @@ def greedy_basis_distributed(X, kernel, n_basis, *, tol=1e-3, first=None, init="
             callback(len(pivots), step_seconds[-1])
 
     m = len(pivots)
-    if keep:
-        se_futs = [client.submit(_keep_result, st, m, pure=False, workers=home)
-                   for st, home in zip(states, homes, strict=True)]
-        residuals = da.concatenate([
-            da.from_delayed(f, shape=(int(c),), dtype=dtype) for f, c in
-            zip(se_futs, sizes, strict=True)])
-        residuals = client.persist(residuals)
-        del states
-    else:
-        here = _pivots_by_partition(pivots, starts, sizes)
-        Lr_cast = Lr.astype(dtype)
-        residuals = da.concatenate([
-            da.from_delayed(dask.delayed(_stream_final)(b, kern, Xr, Lr_cast, here[k],
-                                                        int(starts[k])),
-                            shape=(int(sizes[k]),), dtype=dtype)
-            for k, b in enumerate(parts)])
+    here = _pivots_by_partition(pivots, starts, sizes)
+    Lr_cast = Lr.astype(dtype)
+    pieces = []
+    for k, b in enumerate(parts):
+        if states[k] is not None:
+            fut = client.submit(_keep_result, states[k], m, pure=False, workers=[homes[k]])
+            pieces.append(client.persist(da.from_delayed(fut, shape=(int(sizes[k]),),
+                                                         dtype=dtype)))
+        else:
+            pieces.append(da.from_delayed(
+                dask.delayed(_stream_final)(b, kern, Xr, Lr_cast, here[k], int(starts[k])),
+                shape=(int(sizes[k]),), dtype=dtype))
+    residuals = da.concatenate(pieces)
+    del states
     mse = float(_run(client, client.compute(residuals.sum()), owner)) / n
     return {"pivots": np.asarray(pivots, dtype=np.intp), "basis_vectors": Xr,
-            "cholesky": Lr, "residuals": residuals, "mse": mse, "keep_factor": bool(keep),
+            "cholesky": Lr, "residuals": residuals, "mse": mse,
+            "keep_factor": len(kept) == len(parts), "partitions_kept": len(kept),
+            "n_partitions": len(parts),
             "step_seconds": [float(t) for t in step_seconds]}
 
 
@@ -508,7 +580,7 @@ def _pick_row(block, i):
 
 def parts_future(client, parts, k, states):
     """Partition ``k`` as a future: the kept state, or the delayed block computed once."""
-    if states is not None:
+    if states is not None and states[k] is not None:
         return states[k]
     return client.compute(parts[k])
 
@@ -537,22 +609,26 @@ def _labels_block(y, positive):
 
 
 def gamma_partitions(X, basis, client, keep="auto"):
-    """Per-partition ``Gamma`` as futures (kept in worker memory) or delayed (recomputed).
+    """Per-partition ``Gamma``: futures (kept in worker memory) or delayed (recomputed).
 
-    Returns a list with one entry per row chunk of ``X`` and whether they are kept.
+    Returns a list with one entry per row chunk of ``X`` and how many of them are
+    kept: all (``keep=True``), none (``False``) or, for ``"auto"``, as many as the
+    workers' :func:`cache_budgets` hold (:func:`plan_cache`, ``8 n_k (m + 2)`` bytes
+    each); the others are recomputed from ``X`` at every evaluation.
     """
     import dask
 
-    n, m = X.shape[0], basis.n_basis_
-    keep = _decide_keep(keep, client, 8.0 * n * (m + 2))
+    m = basis.n_basis_
     kern = dask.delayed(basis.kernel_, pure=True, traverse=False)
     Xr = dask.delayed(basis.basis_vectors_, pure=True, traverse=False)
     Lr = dask.delayed(basis.cholesky_.astype(basis.basis_vectors_.dtype), pure=True,
                       traverse=False)
     parts = [dask.delayed(_features)(b, kern, Xr, Lr) for b in row_partitions(X)]
-    if keep:
-        parts = client.compute(parts)
-    return parts, keep
+    homes = plan_cache(keep, client, [8.0 * c * (m + 2) for c in X.chunks[0]], "ApproxSVC",
+                       "keep_features")
+    parts = [p if h is None else client.compute(p, workers=[h], allow_other_workers=False)
+             for p, h in zip(parts, homes, strict=True)]
+    return parts, sum(h is not None for h in homes)
 
 
 def label_blocks(y, X, owner):
@@ -752,17 +828,21 @@ def squared_hinge_lbfgs_distributed(gammas, labels, C, m, client, *, max_iter=10
     labels = client.compute(labels)  # small: kept on the workers for all evaluations
     from dask.delayed import Delayed
 
-    kept = not isinstance(gammas[0], Delayed)
+    streamed = [k for k, g in enumerate(gammas) if isinstance(g, Delayed)]
+    kept = [k for k, g in enumerate(gammas) if not isinstance(g, Delayed)]
 
     def loss_grad(theta):
         t0 = time.perf_counter()
-        if kept:  # Gamma in worker memory: plain task submission, no graph to build
-            futs = [client.submit(_sh_block, g, y, theta, C, pure=False)
-                    for g, y in zip(gammas, labels, strict=True)]
-        else:  # Gamma recomputed from the partitions of X (the dask graph)
-            futs = client.compute([dask.delayed(_sh_block)(g, y, theta.copy(), C)
-                                   for g, y in zip(gammas, labels, strict=True)])
-        parts = _run(client, futs, owner)
+        # Gamma in worker memory: plain task submission, no graph to build; the rest is
+        # recomputed from the partitions of X (the dask graph).
+        futs = [client.submit(_sh_block, gammas[k], labels[k], theta, C, pure=False)
+                for k in kept]
+        if streamed:
+            futs += client.compute([dask.delayed(_sh_block)(gammas[k], labels[k],
+                                                            theta.copy(), C)
+                                    for k in streamed])
+        by_k = dict(zip(kept + streamed, _run(client, futs, owner), strict=True))
+        parts = [by_k[k] for k in range(len(gammas))]  # summed in partition order
         loss = 0.0
         grad = np.zeros(m + 1)
         for part_loss, part_grad in parts:
@@ -826,9 +906,10 @@ def fit_approx_svc(est, X, y, C, *, max_iter=1000, tol=None, keep_features="auto
     """:meth:`ApproxSVC.fit <sparsekm.models.ApproxSVC.fit>` for a dask ``X``.
 
     The greedy basis over the partitions, then the squared-hinge primal on ``Gamma``
-    by L-BFGS (``solver="lbfgs"``; one map-reduce per evaluation). ``Gamma`` is kept
-    in worker memory when it takes at most a third of it (``keep_features="auto"``),
-    else recomputed from ``X`` at every evaluation.
+    by L-BFGS (``solver="lbfgs"``; one map-reduce per evaluation). ``Gamma`` of as
+    many partitions as the workers' cache budget holds is kept in worker memory
+    (``keep_features="auto"``; :func:`plan_cache`), the rest recomputed from ``X`` at
+    every evaluation. ``dask_info_`` records how many partitions were kept.
     """
     import time
 
@@ -849,7 +930,8 @@ def fit_approx_svc(est, X, y, C, *, max_iter=1000, tol=None, keep_features="auto
     t0 = time.perf_counter()
     X, client, kernel, basis = _fit_basis(est, X, owner)
     t_basis = time.perf_counter() - t0
-    gammas, kept = gamma_partitions(X, basis, client, keep_features)
+    gammas, n_kept = gamma_partitions(X, basis, client, keep_features)
+    n_parts = len(gammas)
     iters = []
     t1 = time.perf_counter()
 
@@ -876,7 +958,10 @@ def fit_approx_svc(est, X, y, C, *, max_iter=1000, tol=None, keep_features="auto
     est.n_iter_ = nit
     est.n_kernel_evaluations_ = {"approximation": basis.n_kernel_evaluations_,
                                  "training": None}
-    est.dask_info_ = {"keep_factor": basis.dask_info_["keep_factor"], "keep_features": kept,
+    est.dask_info_ = {"keep_factor": basis.dask_info_["keep_factor"],
+                      "keep_features": n_kept == n_parts, "n_partitions": n_parts,
+                      "factor_partitions_kept": basis.dask_info_["partitions_kept"],
+                      "features_partitions_kept": n_kept,
                       "basis_seconds": t_basis, "step_seconds": basis.dask_info_["step_seconds"],
                       "svm_seconds": t_svm, "n_evaluations": nfev,
                       "evaluation_seconds": [float(t) for t in times]}

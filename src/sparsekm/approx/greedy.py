@@ -453,6 +453,8 @@ class GreedyBasis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         self.n_basis_ = len(piv)
         self.n_kernel_evaluations_ = int(X.shape[0] * (1 + len(piv)))
         self.dask_info_ = {"keep_factor": out["keep_factor"],
+                           "partitions_kept": out["partitions_kept"],
+                           "n_partitions": out["n_partitions"],
                            "step_seconds": out["step_seconds"]}
         return self
 
