@@ -1,6 +1,7 @@
 """The RVM rows of Wu et al. (2006) Table 1 go through ``run_cell`` and the keyed cache."""
 
 import numpy as np
+import pytest
 from sklearn.model_selection import GridSearchCV, StratifiedKFold
 
 from sparsekm.kernels import RBF
@@ -158,3 +159,29 @@ def test_partial_reason_counts_cached_splits_without_touching_provenance(monkeyp
     assert cache.hits == [{"cell": "x"}]  # the look left the provenance alone
     assert slmc._partial_reason("image", None, "rvm", cache, SimpleNamespace(
         cached_only=False, quick=False, data_path=None, seed=0)) is None
+
+
+METHODS = ("svm", "rs", "mrs", "rsvm", "mrsvm", "slmc", "slmc_kmeans", "skfd", "skfd_cv",
+           "rvm", "rvm_fast")
+
+
+def _keys():
+    return {m: slmc.cell_code_key(m) for m in METHODS}
+
+
+@pytest.mark.parametrize("module, changed", [
+    # the private L-BFGS driver runs in every SLMC / SKFD / RSVM cell (it was left out once)
+    ("sparsekm.sparse_learning._lbfgs", set(METHODS) - {"svm", "rvm", "rvm_fast"}),
+    # the fixed-Z solvers: every direct method, not the SVM or RVM cells
+    ("sparsekm.sparse_learning.fixed_z", set(METHODS) - {"svm", "rvm", "rvm_fast"}),
+    ("sparsekm.sparse_learning.slmc", set(METHODS) - {"svm", "rvm", "rvm_fast"}),
+    # the full SVM is fitted first in every cell
+    ("sparsekm.sparse_learning.full_svm", set(METHODS)),
+    ("sparsekm.reduced_set.construction", {"rs", "mrs"}),
+    ("sparsekm.models.fast_rvm", {"rvm_fast"}),
+])
+def test_cell_code_key_covers_exactly_the_code_each_method_runs(monkeypatch, module, changed):
+    before = _keys()
+    monkeypatch.setitem(cache_mod._SOURCES, module, f"edited {module}")
+    after = _keys()
+    assert {m for m in METHODS if after[m] != before[m]} == changed

@@ -291,17 +291,38 @@ def _data_key(name, split, data_path):
 
 
 def cell_code_key(method):
-    """:func:`~sparsekm.reproduce._cache.code_key` of everything that computes a ``method`` cell."""
-    from .. import backend, config, expansion, kernels, parallel
-    from ..models import slmc as models_slmc
-    from ..sparse_learning import fixed_z, slmc, sparse_kfd
-    from ..utils import optimize, validation
+    """:func:`~sparsekm.reproduce._cache.code_key` of everything that computes a ``method`` cell.
 
-    solvers = [sparse_learning, fixed_z, slmc, sparse_kfd, optimize]
-    objs = [run_cell, _svm, _predict_ovr, _error, _params, *solvers, kernels, expansion, backend,
-            config, parallel, validation]
-    if method != "svm":
-        objs.append(models_slmc)
+    Every cell first fits the full SVMs (:func:`_svm`, by
+    :mod:`sparsekm.sparse_learning.full_svm`): that code and the engine (kernels,
+    expansion, backend, config, parallel, validation) key every method. The SVM cells need
+    nothing else; the RVM cells add the RVM estimators; every other method adds the direct
+    solvers (:mod:`~sparsekm.sparse_learning` with its private L-BFGS driver, and the
+    estimators of :mod:`sparsekm.models.slmc`), and RS / MRS the reduced-set construction.
+    So a change of the SLMC solvers leaves the SVM and RVM cells' keys as they are.
+    """
+    from .. import backend, config, expansion, kernels, parallel
+    from ..sparse_learning import full_svm
+    from ..utils import validation
+
+    engine = [kernels, expansion, backend, config, parallel, validation]
+    base = [run_cell, _svm, _predict_ovr, _error, _params, sparse_learning, full_svm, *engine]
+    if method == "svm":
+        return code_key(*base)
+    if method in ("rvm", "rvm_fast"):
+        from ..models import _base as models_base
+        from ..models import fast_rvm as models_fast_rvm
+        from ..models import rvm as models_rvm
+
+        if method == "rvm":
+            return code_key(*base, _rvm_estimator, models_rvm, models_base)
+        return code_key(run_rvm_usps_cell, _load, *base, models_fast_rvm, models_rvm,
+                        models_base)
+    from ..models import slmc as models_slmc
+    from ..sparse_learning import _lbfgs, fixed_z, slmc, sparse_kfd
+    from ..utils import optimize
+
+    objs = [*base, fixed_z, slmc, sparse_kfd, _lbfgs, optimize, models_slmc]
     if method in ("rs", "mrs"):
         from .. import preimage
         from ..reduced_set import _base, _one_term, construction
@@ -309,18 +330,6 @@ def cell_code_key(method):
         objs += [_base, _one_term, construction, preimage]
     if method == "skfd_cv":
         objs.append(_skfd_cv)
-    if method == "rvm":
-        from ..models import _base as models_base
-        from ..models import rvm as models_rvm
-
-        objs += [_rvm_estimator, models_rvm, models_base]
-    if method == "rvm_fast":
-        from ..models import _base as models_base
-        from ..models import fast_rvm as models_fast_rvm
-        from ..models import rvm as models_rvm
-
-        objs = [run_rvm_usps_cell, run_cell, _svm, _load, _params, *solvers, kernels, expansion,
-                backend, config, parallel, validation, models_fast_rvm, models_rvm, models_base]
     return code_key(*objs)
 
 

@@ -21,12 +21,11 @@ from .fixed_z import (
     SingularKzError,
     aggregate_duplicates,
     fixed_z_svm,
-    full_svm_expansion,
     rs_objective,
-    svm_dual_objective,
     unique_rows,
     whitening_transform,
 )
+from .full_svm import full_svm_expansion, svm_dual_objective
 from .slmc import (
     OptimizeResult,
     slmc_gradient,

@@ -12,8 +12,10 @@ stays convex; its optimal value is the *marginal function* ``W(Z)`` (eq. 12-15).
   & Mangasarian instead (linear SVM on ``psi_z(x)``, regulariser ``beta^T beta``).
   The same function gives MRS (eq. 45 on reduced-set vectors) and MRSVM (eq. 45
   on random training points).
-* :func:`full_svm_expansion`, :func:`svm_dual_objective`, :func:`rs_objective` --
-  the unconstrained SVM and the objectives SLMC and RS are compared with.
+* :func:`rs_objective` -- the objective SLMC and RS are compared with (the unconstrained
+  SVM, :func:`~sparsekm.sparse_learning.full_svm.full_svm_expansion`, and its
+  :func:`~sparsekm.sparse_learning.full_svm.svm_dual_objective` live in
+  :mod:`sparsekm.sparse_learning.full_svm` and are re-exported here).
 
 Notation follows the paper: ``X`` (N, d) training inputs, ``y`` in {-1, +1},
 ``Z`` (N_z, d) expansion vectors (XVs), ``K^z = K(Z, Z)``, ``K^{zx} = K(Z, X)``,
@@ -32,13 +34,12 @@ from sklearn.svm import SVC
 from ..backend import DeviceKernel, solver_kernel
 from ..kernels import Kernel
 from ..utils.validation import check_array, check_scalar
+from .full_svm import full_svm_expansion, svm_dual_objective  # noqa: F401  (re-exported)
 
 __all__ = [
     "FixedZSolution",
     "whitening_transform",
     "fixed_z_svm",
-    "full_svm_expansion",
-    "svm_dual_objective",
     "rs_objective",
     "unique_rows",
     "aggregate_duplicates",
@@ -750,36 +751,6 @@ def _check_Z(Z, n_features, name="Z"):
     if Z.shape[1] != n_features:
         raise ValueError(f"{name} has {Z.shape[1]} features, but X has {n_features}.")
     return Z
-
-
-def full_svm_expansion(X, y, kernel, C, *, tol=1e-5):
-    """The standard soft-margin SVM (problem 20-22) as a :class:`KernelExpansion`.
-
-    Trained by libsvm on the precomputed Gram matrix, so any sparsekm kernel works.
-    ``coef = alpha_i y_i`` over the support vectors, ``intercept = b``.
-    """
-    from ..expansion import KernelExpansion
-    from ..kernels import RBF
-
-    y = np.asarray(y)
-    max_iter = max(10**6, 100 * X.shape[0])  # libsvm may never stop on badly scaled kernels
-    if isinstance(kernel, RBF):
-        svc = SVC(kernel="rbf", gamma=kernel.gamma, C=C, tol=tol, cache_size=500,
-                  max_iter=max_iter).fit(X, y)
-    else:
-        svc = SVC(kernel="precomputed", C=C, tol=tol, max_iter=max_iter).fit(kernel(X), y)
-    # scikit-learn's binary dual_coef_ is alpha_i y_i with y = +1 for classes_[1].
-    return KernelExpansion(X[svc.support_], svc.dual_coef_[0], kernel, float(svc.intercept_[0]))
-
-
-def svm_dual_objective(X, y, expansion, C):
-    """Dual SVM objective ``sum(alpha) - ||w||^2 / 2`` of a full SVM expansion (eq. 37 with K).
-
-    ``expansion.coef`` must be ``alpha_i y_i`` over training points (as returned by
-    :func:`full_svm_expansion`).
-    """
-    alpha = np.abs(np.asarray(expansion.coef))
-    return float(alpha.sum() - 0.5 * expansion.norm2())
 
 
 def rs_objective(X, y, Z, kernel, C, beta, intercept):
