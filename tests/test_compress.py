@@ -343,3 +343,15 @@ def test_slmc_tries_the_source_machines_C_first(moons):
     (row,) = _rows(small)
     assert row["variant"] == "C=10"
     assert row["reason"] == "time limit: C=1, C=100, C=0.1 not tried"
+
+
+def test_method_of_a_wrong_type_is_a_clear_error(moons):
+    """A method that is neither a name nor a list of names raises a TypeError or
+    ValueError naming 'method' (it raised "'int' object is not iterable")."""
+    svc, Xtr, ytr, Xv, yv, _, _ = moons
+    for bad in (5, None, {"construct"}):
+        with pytest.raises(TypeError, match="'method' parameter of compress"):
+            sparsekm.compress(svc, Xv, yv, n_vectors=5, method=bad)
+    for bad in ([["construct"]], ["construct", 3], []):
+        with pytest.raises(ValueError, match="'method' parameter of compress"):
+            sparsekm.compress(svc, Xv, yv, n_vectors=5, method=bad)

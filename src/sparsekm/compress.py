@@ -611,10 +611,15 @@ def _check_labels(X, y, nx, ny, owner):
 
 
 def _methods(method, owner):
-    names = list(AUTO_METHODS) if method == "auto" else \
-        [method] if isinstance(method, str) else list(method)
     known = set(AUTO_METHODS) | set(_RS_METHODS)
-    bad = [m for m in names if m not in known]
+    if isinstance(method, str):
+        names = list(AUTO_METHODS) if method == "auto" else [method]
+    elif isinstance(method, (list, tuple)):
+        names = list(method)
+    else:
+        raise TypeError(f"The 'method' parameter of {owner} must be 'auto', a method name or "
+                        f"a list of them. Got {type(method).__name__} {method!r} instead.")
+    bad = [m for m in names if not isinstance(m, str) or m not in known]
     if not names or bad:
         raise ValueError(f"The 'method' parameter of {owner} must be 'auto', one of "
                          f"{sorted(known)} or a list of them. Got {method!r} instead.")
