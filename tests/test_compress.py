@@ -355,3 +355,25 @@ def test_method_of_a_wrong_type_is_a_clear_error(moons):
     for bad in ([["construct"]], ["construct", 3], []):
         with pytest.raises(ValueError, match="'method' parameter of compress"):
             sparsekm.compress(svc, Xv, yv, n_vectors=5, method=bad)
+
+
+def test_cli_refuses_time_limit_without_data_and_fractional_labels(moons, tmp_path, capsys):
+    """reduce --time-limit without --validation/--train was ignored (one method runs, no
+    search to stop); a label 0.5 in VAL was truncated to class 0 in silence."""
+    import joblib
+
+    from sparsekm.cli import main
+    svc, Xtr, ytr, Xv, yv, _, _ = moons
+    joblib.dump(svc, tmp_path / "m.joblib")
+    base = ["--quiet", "reduce", str(tmp_path / "m.joblib"), "--trust-pickle"]
+    with pytest.raises(SystemExit) as exc:
+        main([*base, "-n", "5", "--time-limit", "10", "-o", str(tmp_path / "u.skm")])
+    assert exc.value.code == 2 and "--time-limit" in capsys.readouterr().err
+    assert not (tmp_path / "u.skm").exists()
+    yv_bad = yv.astype(float)
+    yv_bad[3] = 0.5
+    np.savetxt(tmp_path / "val.csv", np.column_stack([Xv, yv_bad]), delimiter=",")
+    rc = main([*base, "-n", "5", "--validation", str(tmp_path / "val.csv"), "--method",
+               "construct", "-o", str(tmp_path / "u.skm")])
+    assert rc == 1 and "not whole numbers" in capsys.readouterr().err
+    assert not (tmp_path / "u.skm").exists()

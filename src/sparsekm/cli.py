@@ -789,6 +789,10 @@ def cmd_reduce(args):
     if args.plot:
         raise SystemExit(_usage_error("--plot applies with --validation/--train (the "
                                       "candidates' report); without them there is no curve"))
+    if args.time_limit is not None:
+        raise SystemExit(_usage_error("--time-limit applies with --validation/--train (it "
+                                      "stops the search over candidates); without them one "
+                                      "method runs"))
     if args.method in COMPRESS_ONLY_METHODS:
         raise SystemExit(_usage_error(
             f"--method {args.method} needs data to choose or train on: give --validation "
@@ -1017,6 +1021,12 @@ def cmd_reduce_compress(args):
     classes = getattr(model, "classes_", getattr(model, "classes", None))
     if classes is not None and np.asarray(classes).dtype.kind in "iu":
         dt = np.asarray(classes).dtype
+        for y, path in ((y_val, args.validation), (y_tr, args.train)):
+            if y is not None and not np.array_equal(y, np.round(y)):
+                raise CLIError(f"{path}: the label column (the last) holds values that are "
+                               f"not whole numbers (e.g. {float(y[y != np.round(y)][0]):g}), "
+                               f"but the model's classes are integers "
+                               f"{_short_list(np.asarray(classes))}")
         y_val = None if y_val is None else y_val.astype(dt)
         y_tr = None if y_tr is None else y_tr.astype(dt)
     small = compress(model, X_val, y_val, n_vectors=args.n_vectors,
