@@ -377,3 +377,10 @@ def test_cli_refuses_time_limit_without_data_and_fractional_labels(moons, tmp_pa
                "construct", "-o", str(tmp_path / "u.skm")])
     assert rc == 1 and "not whole numbers" in capsys.readouterr().err
     assert not (tmp_path / "u.skm").exists()
+
+
+def test_cv_with_validation_data_is_refused(moons):
+    """cv applies only without X_val; cv=5 with X_val was ignored in silence."""
+    svc, Xtr, ytr, Xv, yv, _, _ = moons
+    with pytest.raises(ValueError, match="cv=5 applies without validation data"):
+        sparsekm.compress(svc, Xv, yv, n_vectors=5, method="construct", cv=5)

@@ -693,7 +693,8 @@ def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increas
         Reduced-set candidates of a multi-class machine: one set shared by all binary
         machines (``False``: ``n_vectors // n_outputs`` per machine).
     cv : int, default=3
-        Folds when ``X_val`` is not given.
+        Folds when ``X_val`` is not given (another value together with ``X_val`` is
+        refused: it would not be used).
     n_init, max_iter : int
         RS construction settings (see :func:`~sparsekm.reduced_set.construct`).
     verbose : bool, default=False
@@ -753,6 +754,9 @@ def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increas
         raise ValueError("Pass both X_train and y_train, or neither.")
     if X_val is not None:
         X_val, y_val = _check_labels(X_val, y_val, "X_val", "y_val", owner)
+        if not (isinstance(cv, int) and cv == DEFAULT_CV):
+            raise ValueError(f"{owner}: cv={cv!r} applies without validation data (folds "
+                             "inside X_train); with X_val, y_val every choice is made on them.")
     if X_train is not None:
         X_train, y_train = _check_labels(X_train, y_train, "X_train", "y_train", owner)
     if X_val is None and X_train is None:
