@@ -33,3 +33,22 @@ def test_randomized_kpca_s_below_one_refused_by_fit(moons, sampling):
     X, _ = moons
     with pytest.raises(ValueError, match="'s' parameter of RandomizedKernelPCA"):
         RandomizedKernelPCA(n_components=2, sampling=sampling, s=0.5, random_state=0).fit(X)
+
+
+def test_plotting_compress_curve_takes_what_compress_returns(tmp_path):
+    """sparsekm.plotting.compress_curve said it takes 'a model returned by
+    sparsekm.compress' but raised TypeError on one (compress now keeps a report, not a
+    curve); it plots the report now, also after save/load."""
+    from sklearn.svm import SVC
+
+    from sparsekm.plotting import compress_curve
+
+    X, y = make_moons(300, noise=0.25, random_state=0)
+    svc = SVC(C=10, gamma=1.0).fit(X[:150], y[:150])
+    small = sparsekm.compress(svc, X[150:], y[150:], n_vectors=5, method="construct",
+                              random_state=0, n_init=2, max_iter=50)
+    out = compress_curve(small, path=tmp_path / "c.png")
+    assert str(out).endswith("c.png") and (tmp_path / "c.png").stat().st_size > 0
+    sparsekm.save(small, tmp_path / "m.skm")
+    compress_curve(sparsekm.load(tmp_path / "m.skm"), path=tmp_path / "d.png")
+    assert (tmp_path / "d.png").stat().st_size > 0

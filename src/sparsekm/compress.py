@@ -39,7 +39,12 @@ __all__ = ["compress", "CompressReport", "CompressedClassifier", "CompressCurve"
 
 @dataclass
 class CompressCurve:
-    """The error-budget curve walked by :func:`compress`.
+    """The error-budget curve of models saved by earlier versions of :func:`compress`.
+
+    Those models hold it as ``compress_curve_`` (a dictionary;
+    :func:`sparsekm.plotting.compress_curve` plots it). :func:`compress` now returns a
+    :class:`CompressedClassifier` whose ``compress_report_`` (:class:`CompressReport`)
+    replaces it; this class is kept so that such files still load and plot.
 
     Attributes
     ----------
