@@ -52,3 +52,28 @@ def test_plotting_compress_curve_takes_what_compress_returns(tmp_path):
     sparsekm.save(small, tmp_path / "m.skm")
     compress_curve(sparsekm.load(tmp_path / "m.skm"), path=tmp_path / "d.png")
     assert (tmp_path / "d.png").stat().st_size > 0
+
+
+def test_csv_of_pandas_default_column_names_has_no_extra_row(tmp_path, capsys):
+    """pandas.DataFrame(X).to_csv(index=False) writes the header '0,1,2,...', which is
+    numeric: it was read as a data row (one prediction too many, in silence). A table of
+    whole numbers keeps such a first line as data."""
+    import pandas as pd
+    from sklearn.svm import SVC
+
+    from sparsekm.cli import main, read_matrix
+    from sparsekm.multiclass import ExpansionClassifier
+
+    X, y = make_moons(40, noise=0.25, random_state=0)
+    svc = SVC(C=10, gamma=1.0).fit(X, y)
+    sparsekm.save(ExpansionClassifier.from_estimator(svc),
+                  tmp_path / "m.skm")
+    pd.DataFrame(X).to_csv(tmp_path / "x.csv", index=False)
+    assert main(["predict", str(tmp_path / "m.skm"), str(tmp_path / "x.csv")]) == 0
+    out = capsys.readouterr()
+    assert out.out.split() == [str(v) for v in svc.predict(X)]
+    assert "column names" in out.err
+    pd.DataFrame(X).to_csv(tmp_path / "x.txt", index=False, sep=" ")
+    np.testing.assert_array_equal(read_matrix(tmp_path / "x.txt", note=lambda t: None), X)
+    (tmp_path / "ints.csv").write_text("0,1,2\n3,4,5\n")
+    np.testing.assert_array_equal(read_matrix(tmp_path / "ints.csv"), [[0, 1, 2], [3, 4, 5]])

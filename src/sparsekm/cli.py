@@ -375,6 +375,17 @@ def _index_like(column):
     return column.size > 0 and np.array_equal(column, np.arange(column.size))
 
 
+def _default_column_names(first, second, delimiter):
+    """True when ``first`` is ``0, 1, ..., d-1`` (pandas' default column names, d >= 2)
+    and ``second`` holds a value that is not a whole number, so ``first`` cannot be a
+    data row of the same (integer) table."""
+    names = [f.strip() for f in first.split(delimiter)]
+    values = [f.strip() for f in second.split(delimiter)]
+    if len(names) < 2 or names != [str(i) for i in range(len(names))]:
+        return False
+    return len(values) == len(names) and any(not v.lstrip("+-").isdigit() for v in values)
+
+
 def read_matrix(path, index_col=False, *, note=None):
     """Read a 2-D float array from ``.npy`` or ``.csv``/``.txt`` (comma or whitespace).
 
@@ -382,6 +393,9 @@ def read_matrix(path, index_col=False, *, note=None):
     empty over a first column 0, 1, 2, ... is what ``pandas.DataFrame.to_csv()``
     writes with its index: that column is skipped, with a note (``note(text)``,
     default: one line on stderr). ``index_col=True`` always skips the first column.
+    A first line of exactly ``0, 1, ..., d-1`` over rows that are not all whole
+    numbers is the header ``to_csv(index=False)`` writes for pandas' default column
+    names: it is skipped, with a note.
     """
     import numpy as np
 
@@ -397,6 +411,7 @@ def read_matrix(path, index_col=False, *, note=None):
     else:
         with open(path) as fh:
             first = fh.readline()
+            second = fh.readline()
         delimiter = "," if "," in first else None
         try:
             float(first.replace(",", " ").split()[0])
@@ -404,6 +419,14 @@ def read_matrix(path, index_col=False, *, note=None):
             skip = int(delimiter == "," and first.split(",")[0].strip() == "")
         except (ValueError, IndexError):
             skip = 1  # a header line
+        if not skip and _default_column_names(first, second, delimiter):
+            skip = 1
+            text = (f"{path}: the first line 0, 1, 2, ... is read as the column names "
+                    "pandas writes (to_csv(index=False) of unnamed columns) and skipped")
+            if note is None:
+                print(f"sparsekm: note: {text}", file=sys.stderr)
+            else:
+                note(text)
         try:
             X = np.loadtxt(path, delimiter=delimiter, skiprows=skip, ndmin=2)
         except Exception as exc:
@@ -416,7 +439,7 @@ def read_matrix(path, index_col=False, *, note=None):
         if pandas_index and not index_col:
             text = (f"{path}: the first column has no name in the header and holds 0, 1, 2, "
                     "...: read as a pandas index (to_csv() writes it) and skipped; re-save "
-                    "with to_csv(index=False) to avoid this note")
+                    "with to_csv(index=False, header=False) to avoid this note")
             if note is None:
                 print(f"sparsekm: note: {text}", file=sys.stderr)
             else:
