@@ -388,3 +388,20 @@ def test_cv_with_validation_data_is_refused(moons):
     svc, Xtr, ytr, Xv, yv, _, _ = moons
     with pytest.raises(ValueError, match="cv=5 applies without validation data"):
         sparsekm.compress(svc, Xv, yv, n_vectors=5, method="construct", cv=5)
+
+
+def test_separate_sets_below_one_vector_per_machine_are_refused(blobs):
+    """shared=False with a budget below the number of binary machines built one vector
+    per machine anyway (6 for a budget of 3) and reported it as 'failed'; it is refused
+    up front now, with the reason."""
+    ovo, Xtr, ytr, Xv, yv, _, _ = blobs
+    with pytest.raises(ValueError, match="no candidate") as exc:
+        sparsekm.compress(ovo, Xv, yv, n_vectors=3, shared=False, method="construct",
+                          random_state=0, **_cheap())
+    assert "refused" in str(exc.value) and "6 binary machines" in str(exc.value)
+    small = sparsekm.compress(ovo, Xv, yv, n_vectors=3, shared=False, X_train=Xtr,
+                              y_train=ytr, method=["construct", "kmeans-svm"],
+                              random_state=0, **_cheap())
+    r = _rows(small)[0]
+    assert r["status"] == "refused" and "at least one vector" in r["reason"]
+    assert r["seconds"] == 0.0 and small.n_vectors_ <= 3

@@ -850,6 +850,10 @@ def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increas
         if m in _RS_METHODS and any(s.exact is None for s in splits):
             return ("no validation data and the original machine cannot be re-trained on "
                     "the folds (pass X_val, y_val)")
+        if m in _RS_METHODS and cands.multi and not shared and b < psi.n_outputs:
+            return (f"separate sets (shared=False) need at least one vector for each of the "
+                    f"{psi.n_outputs} binary machines, more than the budget {b}; use "
+                    "shared=True")
         if m == "select-l1":
             per = b if (shared or not cands.multi) else b // psi.n_outputs
             if not (shared and cands.multi) and per < MIN_L1_PER_MACHINE:
