@@ -77,3 +77,35 @@ def test_csv_of_pandas_default_column_names_has_no_extra_row(tmp_path, capsys):
     np.testing.assert_array_equal(read_matrix(tmp_path / "x.txt", note=lambda t: None), X)
     (tmp_path / "ints.csv").write_text("0,1,2\n3,4,5\n")
     np.testing.assert_array_equal(read_matrix(tmp_path / "ints.csv"), [[0, 1, 2], [3, 4, 5]])
+
+
+def test_reduce_refuses_an_unwritable_output_before_the_work(tmp_path, capsys, monkeypatch):
+    """reduce ran the whole reduction (compress: minutes to hours) and only then failed to
+    save to a read-only file, a folder or a missing folder; it refuses them up front."""
+    import os
+
+    import joblib
+    from sklearn.svm import SVC
+
+    import importlib
+
+    from sparsekm.cli import main
+
+    X, y = make_moons(60, noise=0.25, random_state=0)
+    joblib.dump(SVC(C=10, gamma=1.0).fit(X, y), tmp_path / "m.joblib")
+    np.savetxt(tmp_path / "val.csv", np.column_stack([X, y]), delimiter=",")
+
+    def never(*a, **k):
+        raise AssertionError("the reduction ran")
+
+    monkeypatch.setattr(importlib.import_module("sparsekm.compress"), "compress", never)
+    monkeypatch.setattr("sparsekm.reduced_set.reduce_expansion", never)
+    (tmp_path / "ro.skm").write_bytes(b"old")
+    os.chmod(tmp_path / "ro.skm", 0o444)
+    base = ["--quiet", "reduce", str(tmp_path / "m.joblib"), "--trust-pickle", "-n", "4"]
+    for out, words in ((tmp_path / "ro.skm", "read-only"), (tmp_path, "folder"),
+                       (tmp_path / "nope" / "m.skm", "does not exist")):
+        for extra in ([], ["--validation", str(tmp_path / "val.csv")]):
+            assert main([*base, *extra, "-o", str(out)]) == 1, (out, extra)
+            assert words in capsys.readouterr().err
+    assert (tmp_path / "ro.skm").read_bytes() == b"old"

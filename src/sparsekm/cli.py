@@ -797,6 +797,22 @@ def _reduce_plan(args, psi):
     return shared, n
 
 
+def _check_save_target(path, force):
+    """Refuse, before any work, an output that :func:`sparsekm.save` would refuse at the
+    end: a folder, a missing folder, or a read-only file without ``--force``."""
+    import stat
+
+    target = Path(str(path))
+    if target.is_dir():
+        raise CLIError(f"-o {path} is a folder; give a file name such as {target / 'model.skm'}")
+    parent = target.parent if str(target.parent) else Path(".")
+    if not parent.is_dir():
+        raise CLIError(f"-o {path}: the folder {parent} does not exist")
+    if target.is_file() and not target.stat().st_mode & 0o222 and not force:
+        raise CLIError(f"-o {path} is read-only (mode {stat.filemode(target.stat().st_mode)}); "
+                       "pass --force to replace it")
+
+
 def cmd_reduce(args):
     import numpy as np
 
@@ -821,6 +837,7 @@ def cmd_reduce(args):
             f"--method {args.method} needs data to choose or train on: give --validation "
             "VAL and/or --train TRAIN"))
     args.method = args.method or DEFAULT_REDUCE_METHOD
+    _check_save_target(args.output, args.force)
     key = read_key_file(args.key_file)
     model, source = load_model(args.model, args.trust_pickle, key=key,
                                require_key=args.require_key)
@@ -1018,6 +1035,7 @@ def cmd_reduce_compress(args):
         raise SystemExit(_usage_error("--max-error-increase needs --validation VAL and/or "
                                       "--train TRAIN (rows with the class label last)"))
     method = args.method or "auto"
+    _check_save_target(args.output, args.force)
     key = read_key_file(args.key_file)
     try:
         model = load(args.model, key=key, require_key=args.require_key)
