@@ -109,3 +109,24 @@ def test_reduce_refuses_an_unwritable_output_before_the_work(tmp_path, capsys, m
             assert main([*base, *extra, "-o", str(out)]) == 1, (out, extra)
             assert words in capsys.readouterr().err
     assert (tmp_path / "ro.skm").read_bytes() == b"old"
+
+
+def test_cache_budgets_reads_dask_sizes_and_names_bad_keys():
+    """sparsekm.cache-bytes given as dask writes sizes ('1GiB') failed with "could not
+    convert string to float: '1GiB'"; a non-number fraction did not name its key."""
+    dask = pytest.importorskip("dask")
+    from sparsekm.approx.distributed import cache_budgets
+
+    class Client:
+        def scheduler_info(self):
+            return {"workers": {"w1": {"memory_limit": 3000}, "w2": {"memory_limit": 0}}}
+
+    with dask.config.set({"sparsekm.cache-bytes": "1GiB"}):
+        assert cache_budgets(Client()) == {"w1": 2.0**30, "w2": 2.0**30}
+    with dask.config.set({"sparsekm.cache-bytes": 500}):
+        assert cache_budgets(Client()) == {"w1": 500.0, "w2": 500.0}
+    assert cache_budgets(Client()) == {"w1": 1000.0, "w2": float("inf")}
+    for key, value in (("sparsekm.cache-bytes", "lots"), ("sparsekm.cache-bytes", -1),
+                       ("sparsekm.cache-fraction", "half"), ("sparsekm.cache-fraction", 2)):
+        with dask.config.set({key: value}), pytest.raises(ValueError, match=key):
+            cache_budgets(Client())
