@@ -405,3 +405,19 @@ def test_separate_sets_below_one_vector_per_machine_are_refused(blobs):
     r = _rows(small)[0]
     assert r["status"] == "refused" and "at least one vector" in r["reason"]
     assert r["seconds"] == 0.0 and small.n_vectors_ <= 3
+
+
+def test_bare_expansion_classes_come_from_all_labels(blobs):
+    """A bare one-vs-rest KernelExpansion takes its classes from the labels; with
+    validation data that miss a class it was refused ('3 classes but 4 outputs') although
+    the training data have all four."""
+    from sparsekm.multiclass import ExpansionClassifier
+
+    ovo, Xtr, ytr, Xv, yv, Xte, yte = blobs
+    ovr = OneVsRestClassifier(SVC(C=1, gamma=0.2)).fit(Xtr, ytr)
+    psi = ExpansionClassifier.from_estimator(ovr).expansion
+    keep = yv != 3
+    small = sparsekm.compress(psi, Xv[keep], yv[keep], n_vectors=8, X_train=Xtr, y_train=ytr,
+                              method="construct", random_state=0, **_cheap())
+    np.testing.assert_array_equal(small.classes_, [0, 1, 2, 3])
+    assert np.mean(small.predict(Xte) == ovr.predict(Xte)) > 0.8

@@ -767,7 +767,10 @@ def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increas
     if X_val is None and X_train is None:
         raise ValueError(f"{owner} needs validation data (X_val, y_val) or training data "
                          "(X_train, y_train) to choose on; it never chooses blind.")
-    exact = _exact_classifier(model, y_val if y_val is not None else y_train, owner)
+    # a bare expansion's classes: those of all the labels given (the validation data may
+    # miss a class that the training data has)
+    y_hint = np.concatenate([y for y in (y_val, y_train) if y is not None])
+    exact = _exact_classifier(model, y_hint, owner)
     classes = np.asarray(exact.classes)
     psi = exact.expansion
     for X, name in ((X_val, "X_val"), (X_train, "X_train")):
