@@ -252,7 +252,7 @@ def cache_budgets(client):
     except (TypeError, ValueError):
         fraction_ok = False
     if not fraction_ok:
-        raise ValueError(f"sparsekm.cache-fraction must be a number in [0, 1]; got {fraction!r}.")
+        raise ValueError(f"sparsekm.cache-fraction must be in [0, 1] (a number); got {fraction!r}.")
     workers = client.scheduler_info().get("workers", {})
     out = {}
     for addr, info in sorted(workers.items()):
