@@ -149,3 +149,21 @@ def test_shift_images_bad_input_is_named():
     down = shift_images(X, 4, [(1, 0)])  # still right: content one row down, -1 enters
     np.testing.assert_array_equal(down.reshape(2, 4, 4)[:, 1:], X.reshape(2, 4, 4)[:, :-1])
     assert np.all(down.reshape(2, 4, 4)[:, 0] == -1.0)
+
+
+@pytest.mark.parametrize("make, param", [
+    (lambda: __import__("sparsekm.models", fromlist=["RVC"]).RVC(fit_intercept=1, max_iter=5),
+     "fit_intercept"),
+    (lambda: __import__("sparsekm.models", fromlist=["KernelFisherDiscriminant"])
+     .KernelFisherDiscriminant(degree=0), "degree"),
+    (lambda: ReducedSetClassifier(n_vectors=3, lam=-1.0, random_state=0), "lam"),
+])
+def test_save_refuses_parameters_that_load_refuses(moons, tmp_path, make, param):
+    """fit accepted (or, under an RBF kernel, ignored) parameter values that load()'s
+    checks refuse: save wrote a file that could not be loaded. save refuses now, naming
+    the parameter, and writes nothing."""
+    X, y = moons
+    est = make().fit(X, y)
+    with pytest.raises(ValueError, match=f"Cannot save.*'{param}' parameter"):
+        sparsekm.save(est, tmp_path / "m.skm")
+    assert not (tmp_path / "m.skm").exists()
