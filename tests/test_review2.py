@@ -192,3 +192,26 @@ def test_pipeline_with_a_compressed_classifier_exports_to_onnx():
     sess = ort.InferenceSession(proto.SerializeToString())
     labels = sess.run(None, {"X": X[200:]})[0]
     np.testing.assert_array_equal(np.ravel(labels), pipe.predict(X[200:]))
+
+
+def test_reduce_with_data_loads_models_as_reduce_without(tmp_path, capsys):
+    """reduce --validation read the model with its own copy of the loading code: a
+    corrupt file given with --trust-pickle failed with the unpickler's raw error, and a
+    pickle was unpickled without the warning reduce -n gives. Both paths share
+    load_object now."""
+    import joblib
+    from sklearn.svm import SVC
+
+    from sparsekm.cli import main
+
+    X, y = make_moons(60, noise=0.25, random_state=0)
+    np.savetxt(tmp_path / "val.csv", np.column_stack([X, y]), delimiter=",")
+    (tmp_path / "bad.bin").write_bytes(b"\x80\x04garbage that is no pickle")
+    data = ["--validation", str(tmp_path / "val.csv"), "--method", "construct"]
+    assert main(["--quiet", "reduce", str(tmp_path / "bad.bin"), "--trust-pickle", "-n", "4",
+                 *data, "-o", str(tmp_path / "o.skm")]) == 1
+    assert "could not be unpickled" in capsys.readouterr().err
+    joblib.dump(SVC(C=10, gamma=1.0).fit(X, y), tmp_path / "m.joblib")
+    assert main(["--quiet", "reduce", str(tmp_path / "m.joblib"), "--trust-pickle", "-n", "4",
+                 *data, "-o", str(tmp_path / "o.skm")]) == 0
+    assert "warning: unpickling" in capsys.readouterr().err

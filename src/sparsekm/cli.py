@@ -643,25 +643,15 @@ def _looks_like_pickle(path):
     return len(head) == 2 and head[0] == 0x80 and 2 <= head[1] <= 5
 
 
-def load_model(path, trust_pickle=False, key=None, require_key=False):
-    """Load a model: a sparsekm file, or (only with ``trust_pickle``) a joblib pickle.
-
-    Returns ``(model, source)``: a classifier (:class:`~sparsekm.multiclass.ExpansionClassifier`,
-    which keeps the classes and the multi-class rule) for ``SVC``/``NuSVC``/
-    ``OneVsRestClassifier``/``OneVsOneClassifier`` models and sparsekm classifiers with an
-    ``expansion_``, otherwise the :class:`~sparsekm.KernelExpansion` whose outputs are the
-    model's predictions (SVR) or features (kernel PCA); ``source`` names what was loaded.
-    With ``key`` a sparsekm file must carry a matching HMAC tag; a pickle (which cannot
-    carry one) is loaded only with ``trust_pickle``, so that ``reduce --trust-pickle
-    --key-file`` converts and signs in one step.
-    """
+def load_object(path, trust_pickle=False, key=None, require_key=False):
+    """What ``path`` holds, as saved: a sparsekm file, or (only with ``trust_pickle``) a
+    joblib pickle, with a one-line :class:`CLIError` for anything else. Returns
+    ``(obj, source)``; ``source`` names what was loaded. With ``key`` a sparsekm file must
+    carry a matching HMAC tag; a pickle (which cannot carry one) is loaded only with
+    ``trust_pickle``, so that ``reduce --trust-pickle --key-file`` converts and signs in
+    one step."""
     import zipfile
 
-    import numpy as np
-
-    from .expansion import KernelExpansion
-    from .interop import classifier_from_estimator
-    from .multiclass import ExpansionClassifier
     from .persistence import FormatError, load
 
     path = str(path)
@@ -669,7 +659,7 @@ def load_model(path, trust_pickle=False, key=None, require_key=False):
         raise FileNotFoundError(f"No such file: {path!r}.")
     try:
         obj = load(path, key=key, require_key=require_key)
-        source = f"sparsekm file ({type(obj).__name__})"
+        return obj, f"sparsekm file ({type(obj).__name__})"
     except FormatError as exc:
         if require_key:  # nothing unverified: no pickle, no unsigned file
             raise CLIError(_format_error_message(path, exc)) from None
@@ -686,19 +676,37 @@ def load_model(path, trust_pickle=False, key=None, require_key=False):
                 "can run arbitrary code)" + ("; the result is then signed with --key-file"
                                              if key is not None else "")
             ) from None
-        import joblib
+    import joblib
 
-        print(f"sparsekm: warning: unpickling {path} (--trust-pickle); only do this for files "
-              "you trust", file=sys.stderr)
-        try:
-            obj = joblib.load(path)
-        except Exception as exc:
-            # the unpickler's own message (e.g. "KeyError: 53") says nothing to a user;
-            # --debug shows it
-            raise CLIError(f"{path} could not be unpickled: it is neither a sparsekm file "
-                           "nor a valid joblib/pickle file (corrupt or another format)"
-                           ) from exc
-        source = f"joblib pickle ({type(obj).__name__})"
+    print(f"sparsekm: warning: unpickling {path} (--trust-pickle); only do this for files "
+          "you trust", file=sys.stderr)
+    try:
+        obj = joblib.load(path)
+    except Exception as exc:
+        # the unpickler's own message (e.g. "KeyError: 53") says nothing to a user;
+        # --debug shows it
+        raise CLIError(f"{path} could not be unpickled: it is neither a sparsekm file "
+                       "nor a valid joblib/pickle file (corrupt or another format)") from exc
+    return obj, f"joblib pickle ({type(obj).__name__})"
+
+
+def load_model(path, trust_pickle=False, key=None, require_key=False):
+    """Load a model: a sparsekm file, or (only with ``trust_pickle``) a joblib pickle.
+
+    Returns ``(model, source)``: a classifier (:class:`~sparsekm.multiclass.ExpansionClassifier`,
+    which keeps the classes and the multi-class rule) for ``SVC``/``NuSVC``/
+    ``OneVsRestClassifier``/``OneVsOneClassifier`` models and sparsekm classifiers with an
+    ``expansion_``, otherwise the :class:`~sparsekm.KernelExpansion` whose outputs are the
+    model's predictions (SVR) or features (kernel PCA); ``source`` names what was loaded.
+    Files are read by :func:`load_object` (keys and pickles as described there).
+    """
+    import numpy as np
+
+    from .expansion import KernelExpansion
+    from .interop import classifier_from_estimator
+    from .multiclass import ExpansionClassifier
+
+    obj, source = load_object(path, trust_pickle, key, require_key)
     if isinstance(obj, (KernelExpansion, ExpansionClassifier)):
         return obj, source
     from sklearn.multiclass import OneVsOneClassifier, OneVsRestClassifier
@@ -1022,7 +1030,7 @@ def cmd_reduce_compress(args):
     import numpy as np
 
     from .compress import compress
-    from .persistence import FormatError, load, save
+    from .persistence import save
 
     if args.n_vectors is not None and args.max_error_increase is not None:
         raise SystemExit(_usage_error("give -n N (a budget) or --max-error-increase TOL (a "
@@ -1037,19 +1045,9 @@ def cmd_reduce_compress(args):
     method = args.method or "auto"
     _check_save_target(args.output, args.force)
     key = read_key_file(args.key_file)
-    try:
-        model = load(args.model, key=key, require_key=args.require_key)
-    except FormatError as exc:
-        if args.require_key:
-            raise CLIError(f"{args.model} is not a sparsekm file signed with this key "
-                           f"({exc}); --require-key accepts only verified sparsekm files") from None
-        if not args.trust_pickle:
-            raise CLIError(_format_error_message(args.model, exc)
-                           + "; for a joblib-saved scikit-learn model you trust, pass "
-                             "--trust-pickle") from None
-        import joblib
-
-        model = joblib.load(args.model)
+    # the model as saved (not converted: compress re-trains an estimator on CV folds and
+    # reads its C)
+    model, _ = load_object(args.model, args.trust_pickle, key, args.require_key)
 
     def split(path):
         A = read_matrix(path)
