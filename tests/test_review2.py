@@ -215,3 +215,32 @@ def test_reduce_with_data_loads_models_as_reduce_without(tmp_path, capsys):
     assert main(["--quiet", "reduce", str(tmp_path / "m.joblib"), "--trust-pickle", "-n", "4",
                  *data, "-o", str(tmp_path / "o.skm")]) == 0
     assert "warning: unpickling" in capsys.readouterr().err
+
+
+def test_reduce_with_data_refuses_hour_long_selections_up_front(tmp_path, capsys,
+                                                                monkeypatch):
+    """reduce -n refuses select-kpca / shared select-l1 where they would take hours; with
+    --validation (compress) the same selections ran unguarded."""
+    import importlib
+
+    import joblib
+    from sklearn.svm import SVC
+
+    from sparsekm import cli
+
+    X, y = make_moons(60, noise=0.25, random_state=0)
+    joblib.dump(SVC(C=10, gamma=1.0).fit(X, y), tmp_path / "m.joblib")
+    np.savetxt(tmp_path / "val.csv", np.column_stack([X, y]), delimiter=",")
+
+    def never(*a, **k):
+        raise AssertionError("compress ran")
+
+    monkeypatch.setattr(importlib.import_module("sparsekm.compress"), "compress", never)
+    monkeypatch.setattr(cli, "_KPCA_MAX_WORK", 1e3)
+    base = ["--quiet", "reduce", str(tmp_path / "m.joblib"), "--trust-pickle",
+            "--validation", str(tmp_path / "val.csv"), "--method", "select-kpca",
+            "-o", str(tmp_path / "o.skm")]
+    for size in (["-n", "5"], ["--max-error-increase", "0.01"]):
+        with pytest.raises(SystemExit) as exc:
+            cli.main([*base, *size])
+        assert exc.value.code == 2 and "far too long" in capsys.readouterr().err

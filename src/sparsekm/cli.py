@@ -700,27 +700,34 @@ def load_model(path, trust_pickle=False, key=None, require_key=False):
     model's predictions (SVR) or features (kernel PCA); ``source`` names what was loaded.
     Files are read by :func:`load_object` (keys and pickles as described there).
     """
+    obj, source = load_object(path, trust_pickle, key, require_key)
+    return reducible(obj, path), source
+
+
+def reducible(obj, path):
+    """``obj`` (as :func:`load_object` read it from ``path``) as what ``reduce`` shrinks:
+    an :class:`~sparsekm.multiclass.ExpansionClassifier` or a
+    :class:`~sparsekm.KernelExpansion` (see :func:`load_model`)."""
     import numpy as np
 
     from .expansion import KernelExpansion
     from .interop import classifier_from_estimator
     from .multiclass import ExpansionClassifier
 
-    obj, source = load_object(path, trust_pickle, key, require_key)
     if isinstance(obj, (KernelExpansion, ExpansionClassifier)):
-        return obj, source
+        return obj
     from sklearn.multiclass import OneVsOneClassifier, OneVsRestClassifier
     from sklearn.svm import SVC, NuSVC
 
     if isinstance(obj, (SVC, NuSVC, OneVsRestClassifier, OneVsOneClassifier)):
-        return classifier_from_estimator(obj), source
+        return classifier_from_estimator(obj)
     if hasattr(obj, "_classifier") and isinstance(getattr(obj, "expansion_", None),
                                                   KernelExpansion):
         obj._restore_defaults()
-        return obj._classifier(), source  # a ReducedSetClassifier: its machine and classes
+        return obj._classifier()  # a ReducedSetClassifier: its machine and classes
     if hasattr(obj, "transform") and isinstance(getattr(obj, "expansions_", None),
                                                 KernelExpansion):
-        return obj.expansions_, source  # sparsekm's KernelPCA: transform(X) = expansions_(X)
+        return obj.expansions_  # sparsekm's KernelPCA: transform(X) = expansions_(X)
     try:
         psi = KernelExpansion.from_estimator(obj)
     except TypeError:
@@ -735,10 +742,10 @@ def load_model(path, trust_pickle=False, key=None, require_key=False):
         # other sparsekm classifiers: sign (binary) or one-vs-rest argmax
         k = len(classes)
         if k == 2 and not psi.is_multioutput:
-            return ExpansionClassifier(psi, np.asarray(classes), scheme="binary"), source
+            return ExpansionClassifier(psi, np.asarray(classes), scheme="binary")
         if k > 2 and psi.n_outputs == k:
-            return ExpansionClassifier(psi, np.asarray(classes), scheme="ovr"), source
-    return psi, source
+            return ExpansionClassifier(psi, np.asarray(classes), scheme="ovr")
+    return psi
 
 
 def _positive_int(text):
@@ -1048,6 +1055,14 @@ def cmd_reduce_compress(args):
     # the model as saved (not converted: compress re-trains an estimator on CV folds and
     # reads its C)
     model, _ = load_object(args.model, args.trust_pickle, key, args.require_key)
+    if method in ("select-kpca", "select-l1"):
+        # the up-front refusals of reduce -n (selections that take hours on this model);
+        # compress shares one set, and a tolerance's walk starts at one vector
+        red = reducible(model, args.model)
+        psi = getattr(red, "expansion", red)
+        _reduce_plan(argparse.Namespace(**{**vars(args), "method": method, "per_class": False,
+                                           "shared": False,
+                                           "n_vectors": args.n_vectors or 1}), psi)
 
     def split(path):
         A = read_matrix(path)
