@@ -421,3 +421,36 @@ def test_bare_expansion_classes_come_from_all_labels(blobs):
                               method="construct", random_state=0, **_cheap())
     np.testing.assert_array_equal(small.classes_, [0, 1, 2, 3])
     assert np.mean(small.predict(Xte) == ovr.predict(Xte)) > 0.8
+
+
+def test_validation_data_never_reach_a_fit(blobs, monkeypatch):
+    """compress chooses on X_val and never fits on it (the docstring's promise). The test
+    above cannot fail, since compress never receives the test set; this one checks the
+    data compress does receive."""
+    from sklearn.cluster import KMeans
+    from sklearn.svm import LinearSVC
+
+    from sparsekm.approx import GreedyBasis
+
+    ovo, Xtr, ytr, Xv, yv, Xte, yte = blobs
+    val_rows = {tuple(r) for r in Xv}
+    seen = []
+
+    def spy(cls, name):
+        orig = getattr(cls, name)
+
+        def wrapped(self, X, *args, **kwargs):
+            seen.append((f"{cls.__name__}.{name}", np.asarray(X)))
+            return orig(self, X, *args, **kwargs)
+        monkeypatch.setattr(cls, name, wrapped)
+
+    for cls in (LinearSVC, KMeans, GreedyBasis, SLMC, SVC):
+        spy(cls, "fit")
+    small = sparsekm.compress(ovo, Xv, yv, n_vectors=6, X_train=Xtr, y_train=ytr,
+                              random_state=0, **_cheap())
+    assert {"LinearSVC.fit", "KMeans.fit", "GreedyBasis.fit",
+            "SparseLargeMarginClassifier.fit"} <= {n for n, _ in seen}
+    for name, X in seen:
+        assert not any(tuple(r) in val_rows for r in X), name
+    # the reduced sets' thresholds are re-fitted on the training data only
+    assert any("refit" in r["variant"] for r in _rows(small))
