@@ -823,8 +823,12 @@ def _check_save_target(path, force):
     parent = target.parent if str(target.parent) else Path(".")
     if not parent.is_dir():
         raise CLIError(f"-o {path}: the folder {parent} does not exist")
-    if target.is_file() and not target.stat().st_mode & 0o222 and not force:
-        raise CLIError(f"-o {path} is read-only (mode {stat.filemode(target.stat().st_mode)}); "
+    try:
+        st = os.lstat(target)  # as sparsekm.save checks it: a symbolic link is replaced
+    except OSError:
+        return
+    if stat.S_ISREG(st.st_mode) and not st.st_mode & 0o222 and not force:
+        raise CLIError(f"-o {path} is read-only (mode {stat.filemode(st.st_mode)}); "
                        "pass --force to replace it")
 
 
