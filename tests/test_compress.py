@@ -454,3 +454,14 @@ def test_validation_data_never_reach_a_fit(blobs, monkeypatch):
         assert not any(tuple(r) in val_rows for r in X), name
     # the reduced sets' thresholds are re-fitted on the training data only
     assert any("refit" in r["variant"] for r in _rows(small))
+
+
+def test_bad_construction_settings_are_refused(moons):
+    """n_init=0 failed only the reduced-set rows, and auto returned a direct candidate
+    without a word outside the report; it is refused up front now."""
+    svc, Xtr, ytr, Xv, yv, _, _ = moons
+    for kw, name in ((dict(n_init=0), "n_init"), (dict(max_iter=0), "max_iter"),
+                     (dict(n_init=1.5), "n_init")):
+        with pytest.raises(ValueError, match=f"'{name}' parameter of compress"):
+            sparsekm.compress(svc, Xv, yv, n_vectors=5, X_train=Xtr, y_train=ytr,
+                              method=["construct", "kmeans-svm"], **kw)

@@ -749,6 +749,10 @@ def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increas
         tol = DEFAULT_MAX_ERROR_INCREASE if max_error_increase is None else \
             check_scalar(max_error_increase, "max_error_increase", owner, lower=0.0)
     methods = _methods(method, owner)
+    # the construction's settings, checked here: a bad value must not just fail the
+    # reduced-set rows and leave the direct candidates to win in silence
+    n_init = check_scalar(n_init, "n_init", owner, kind="int", lower=1)
+    max_iter = check_scalar(max_iter, "max_iter", owner, kind="int", lower=1)
     if shared not in (True, False):
         raise ValueError(f"The 'shared' parameter of {owner} must be a bool. Got {shared!r}.")
     if time_limit is not None:
