@@ -244,3 +244,19 @@ def test_reduce_with_data_refuses_hour_long_selections_up_front(tmp_path, capsys
         with pytest.raises(SystemExit) as exc:
             cli.main([*base, *size])
         assert exc.value.code == 2 and "far too long" in capsys.readouterr().err
+
+
+def test_reproduce_table_options_refused_where_ignored(capsys):
+    """--datasets and --seeds are read by Wu et al.'s tables only; given with other
+    reproductions they were ignored, and every section's command line showed them."""
+    from sparsekm.cli import main
+    from sparsekm.reproduce import Context
+    from sparsekm.reproduce._report import command_line
+
+    for extra in (["--datasets", "banana"], ["--seeds", "5"]):
+        with pytest.raises(SystemExit) as exc:
+            main(["reproduce", "ripley", "franc-pca", *extra])
+        assert exc.value.code == 2 and extra[0] in capsys.readouterr().err
+    ctx = Context(datasets=("banana",), seeds=5)
+    assert command_line("ripley", ctx) == "sparsekm reproduce ripley"
+    assert command_line("wu-table1", ctx).endswith("--datasets banana --seeds 5")

@@ -293,6 +293,12 @@ def _reproduce_paths(args, run_all_names):
     return out, results_path
 
 
+def _uses_table_options(name):
+    """Whether reproduction ``name`` reads ``--datasets`` and ``--seeds`` (Wu et al.'s
+    tables, :mod:`sparsekm.reproduce.slmc`)."""
+    return name.startswith("wu-table")
+
+
 def cmd_reproduce(args):
     from pathlib import Path
 
@@ -322,6 +328,12 @@ def cmd_reproduce(args):
         raise SystemExit(_usage_error("--no-cache and --cached-only exclude each other"))
     if args.seeds < 1:
         raise SystemExit(_usage_error(f"--seeds must be at least 1; got {args.seeds}"))
+    if not any(_uses_table_options(n) for n in names):
+        for opt, given in (("--datasets", args.datasets), ("--seeds", args.seeds != 3)):
+            if given:
+                raise SystemExit(_usage_error(
+                    f"{opt} applies to the Wu et al. tables (wu-table1, wu-table2, "
+                    f"wu-table3); {', '.join(names) or 'nothing'} would ignore it"))
     datasets = None
     if args.datasets:
         from .reproduce.slmc import COLUMNS
