@@ -82,12 +82,11 @@ def test_csv_of_pandas_default_column_names_has_no_extra_row(tmp_path, capsys):
 def test_reduce_refuses_an_unwritable_output_before_the_work(tmp_path, capsys, monkeypatch):
     """reduce ran the whole reduction (compress: minutes to hours) and only then failed to
     save to a read-only file, a folder or a missing folder; it refuses them up front."""
+    import importlib
     import os
 
     import joblib
     from sklearn.svm import SVC
-
-    import importlib
 
     from sparsekm.cli import main
 
