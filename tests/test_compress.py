@@ -103,15 +103,8 @@ def test_kmeans_candidate_is_sklearn_nystroem_plus_linear_svc(blobs):
     np.testing.assert_array_equal(small.predict(Xte), svm.predict(ny.transform(Xte)))
 
 
-def test_test_data_never_reach_a_fit_or_a_choice(blobs, monkeypatch):
-    from sklearn.cluster import KMeans
-    from sklearn.svm import LinearSVC
-
-    from sparsekm.approx import GreedyBasis
-    from sparsekm.multiclass import ExpansionClassifier
-
-    ovo, Xtr, ytr, Xv, yv, Xte, yte = blobs
-    test_rows = {tuple(r) for r in Xte}
+def _spy_fits(monkeypatch, targets):
+    """Record ``(Class.method, X)`` of every call of the given ``(class, method)`` pairs."""
     seen = []
 
     def spy(cls, name):
@@ -122,9 +115,22 @@ def test_test_data_never_reach_a_fit_or_a_choice(blobs, monkeypatch):
             return orig(self, X, *args, **kwargs)
         monkeypatch.setattr(cls, name, wrapped)
 
-    for cls, name in ((LinearSVC, "fit"), (KMeans, "fit"), (GreedyBasis, "fit"),
-                      (SLMC, "fit"), (SVC, "fit"), (ExpansionClassifier, "predict")):
+    for cls, name in targets:
         spy(cls, name)
+    return seen
+
+
+def test_test_data_never_reach_a_fit_or_a_choice(blobs, monkeypatch):
+    from sklearn.cluster import KMeans
+    from sklearn.svm import LinearSVC
+
+    from sparsekm.approx import GreedyBasis
+    from sparsekm.multiclass import ExpansionClassifier
+
+    ovo, Xtr, ytr, Xv, yv, Xte, yte = blobs
+    test_rows = {tuple(r) for r in Xte}
+    seen = _spy_fits(monkeypatch, ((LinearSVC, "fit"), (KMeans, "fit"), (GreedyBasis, "fit"),
+                                   (SLMC, "fit"), (SVC, "fit"), (ExpansionClassifier, "predict")))
     sparsekm.compress(ovo, Xv, yv, n_vectors=6, X_train=Xtr, y_train=ytr, random_state=0,
                       **_cheap())
     sparsekm.compress(ovo, n_vectors=6, X_train=Xtr, y_train=ytr, random_state=0,
@@ -434,18 +440,8 @@ def test_validation_data_never_reach_a_fit(blobs, monkeypatch):
 
     ovo, Xtr, ytr, Xv, yv, Xte, yte = blobs
     val_rows = {tuple(r) for r in Xv}
-    seen = []
-
-    def spy(cls, name):
-        orig = getattr(cls, name)
-
-        def wrapped(self, X, *args, **kwargs):
-            seen.append((f"{cls.__name__}.{name}", np.asarray(X)))
-            return orig(self, X, *args, **kwargs)
-        monkeypatch.setattr(cls, name, wrapped)
-
-    for cls in (LinearSVC, KMeans, GreedyBasis, SLMC, SVC):
-        spy(cls, "fit")
+    seen = _spy_fits(monkeypatch, [(cls, "fit") for cls in (LinearSVC, KMeans, GreedyBasis,
+                                                            SLMC, SVC)])
     small = sparsekm.compress(ovo, Xv, yv, n_vectors=6, X_train=Xtr, y_train=ytr,
                               random_state=0, **_cheap())
     assert {"LinearSVC.fit", "KMeans.fit", "GreedyBasis.fit",

@@ -79,16 +79,13 @@ def test_csv_of_pandas_default_column_names_has_no_extra_row(tmp_path, capsys):
     np.testing.assert_array_equal(read_matrix(tmp_path / "ints.csv"), [[0, 1, 2], [3, 4, 5]])
 
 
-def test_reduce_refuses_an_unwritable_output_before_the_work(tmp_path, capsys, monkeypatch):
-    """reduce ran the whole reduction (compress: minutes to hours) and only then failed to
-    save to a read-only file, a folder or a missing folder; it refuses them up front."""
+def _cli_case(tmp_path, monkeypatch):
+    """A joblib SVC and a validation CSV in ``tmp_path``; compress (and reduce_expansion)
+    replaced by a function that fails if called: the refusals must come first."""
     import importlib
-    import os
 
     import joblib
     from sklearn.svm import SVC
-
-    from sparsekm.cli import main
 
     X, y = make_moons(60, noise=0.25, random_state=0)
     joblib.dump(SVC(C=10, gamma=1.0).fit(X, y), tmp_path / "m.joblib")
@@ -99,6 +96,16 @@ def test_reduce_refuses_an_unwritable_output_before_the_work(tmp_path, capsys, m
 
     monkeypatch.setattr(importlib.import_module("sparsekm.compress"), "compress", never)
     monkeypatch.setattr("sparsekm.reduced_set.reduce_expansion", never)
+
+
+def test_reduce_refuses_an_unwritable_output_before_the_work(tmp_path, capsys, monkeypatch):
+    """reduce ran the whole reduction (compress: minutes to hours) and only then failed to
+    save to a read-only file, a folder or a missing folder; it refuses them up front."""
+    import os
+
+    from sparsekm.cli import main
+
+    _cli_case(tmp_path, monkeypatch)
     (tmp_path / "ro.skm").write_bytes(b"old")
     os.chmod(tmp_path / "ro.skm", 0o444)
     base = ["--quiet", "reduce", str(tmp_path / "m.joblib"), "--trust-pickle", "-n", "4"]
@@ -220,21 +227,9 @@ def test_reduce_with_data_refuses_hour_long_selections_up_front(tmp_path, capsys
                                                                 monkeypatch):
     """reduce -n refuses select-kpca / shared select-l1 where they would take hours; with
     --validation (compress) the same selections ran unguarded."""
-    import importlib
-
-    import joblib
-    from sklearn.svm import SVC
-
     from sparsekm import cli
 
-    X, y = make_moons(60, noise=0.25, random_state=0)
-    joblib.dump(SVC(C=10, gamma=1.0).fit(X, y), tmp_path / "m.joblib")
-    np.savetxt(tmp_path / "val.csv", np.column_stack([X, y]), delimiter=",")
-
-    def never(*a, **k):
-        raise AssertionError("compress ran")
-
-    monkeypatch.setattr(importlib.import_module("sparsekm.compress"), "compress", never)
+    _cli_case(tmp_path, monkeypatch)
     monkeypatch.setattr(cli, "_KPCA_MAX_WORK", 1e3)
     base = ["--quiet", "reduce", str(tmp_path / "m.joblib"), "--trust-pickle",
             "--validation", str(tmp_path / "val.csv"), "--method", "select-kpca",
