@@ -254,3 +254,25 @@ def test_reproduce_table_options_refused_where_ignored(capsys):
     ctx = Context(datasets=("banana",), seeds=5)
     assert command_line("ripley", ctx) == "sparsekm reproduce ripley"
     assert command_line("wu-table1", ctx).endswith("--datasets banana --seeds 5")
+
+
+def test_reduce_report_figure_never_replaces_the_model(tmp_path, capsys):
+    """With -o model.png the report's default figure (OUTPUT with .png) overwrote the saved
+    model; --plot naming the model's own file is refused."""
+    import joblib
+    from sklearn.svm import SVC
+
+    from sparsekm.cli import main
+
+    X, y = make_moons(60, noise=0.25, random_state=0)
+    joblib.dump(SVC(C=10, gamma=1.0).fit(X, y), tmp_path / "m.joblib")
+    np.savetxt(tmp_path / "val.csv", np.column_stack([X, y]), delimiter=",")
+    base = ["--quiet", "reduce", str(tmp_path / "m.joblib"), "--trust-pickle", "-n", "4",
+            "--validation", str(tmp_path / "val.csv"), "--method", "construct"]
+    assert main([*base, "-o", str(tmp_path / "model.png")]) == 0
+    capsys.readouterr()
+    small = sparsekm.load(tmp_path / "model.png")  # still the model
+    assert small.n_vectors_ <= 4 and (tmp_path / "model.png.report.png").stat().st_size > 0
+    with pytest.raises(SystemExit) as exc:
+        main([*base, "-o", str(tmp_path / "m2.skm"), "--plot", str(tmp_path / "m2.skm")])
+    assert exc.value.code == 2 and not (tmp_path / "m2.skm").exists()

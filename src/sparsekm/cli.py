@@ -1067,6 +1067,11 @@ def cmd_reduce_compress(args):
                                       "--train TRAIN (rows with the class label last)"))
     method = args.method or "auto"
     _check_save_target(args.output, args.force)
+    plot = args.plot or str(Path(args.output).with_suffix(".png"))
+    if os.path.abspath(plot) == os.path.abspath(args.output):
+        if args.plot:
+            raise SystemExit(_usage_error(f"--plot {args.plot} is the model's own file (-o)"))
+        plot = str(args.output) + ".report.png"  # -o x.png: the figure must not replace it
     key = read_key_file(args.key_file)
     # the model as saved (not converted: compress re-trains an estimator on CV folds and
     # reads its C)
@@ -1106,7 +1111,6 @@ def cmd_reduce_compress(args):
     rep = small.compress_report_
     print(rep.table())
     save(small, args.output, key=key, force=args.force)
-    plot = args.plot or str(Path(args.output).with_suffix(".png"))
     rep.plot(plot)
     print(f"saved {args.output}: {small.n_vectors_} kernel evaluations per prediction "
           f"({rep['full_n_vectors'] / max(small.n_vectors_, 1):.1f}x fewer than the original); "
