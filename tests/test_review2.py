@@ -276,3 +276,12 @@ def test_reduce_report_figure_never_replaces_the_model(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         main([*base, "-o", str(tmp_path / "m2.skm"), "--plot", str(tmp_path / "m2.skm")])
     assert exc.value.code == 2 and not (tmp_path / "m2.skm").exists()
+
+
+def test_image_grid_refuses_two_colour_scales():
+    """image_grid(symmetric=True, center=...) drew with center's shared scale and ignored
+    symmetric in silence."""
+    from sparsekm.plotting import image_grid
+
+    with pytest.raises(ValueError, match="symmetric=True .* or center"):
+        image_grid(np.zeros((2, 4)), (2, 2), symmetric=True, center=0.0)

@@ -86,6 +86,9 @@ def image_grid(images, image_shape, *, titles=None, ncols=10, cmap=None, suptitl
     path : str or Path, optional
         Save the figure there and return the path; otherwise return the figure.
     """
+    if symmetric and center is not None:
+        raise ValueError("image_grid: give symmetric=True (each image on its own scale) or "
+                         "center (one scale shared by all images), not both.")
     plt = _plt()
     images = np.asarray(images, dtype=float)
     n = images.shape[0]
