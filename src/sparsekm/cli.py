@@ -293,6 +293,12 @@ def _reproduce_paths(args, run_all_names):
     return out, results_path
 
 
+def _uses_table_options(name):
+    """Whether reproduction ``name`` reads ``--datasets`` and ``--seeds`` (Wu et al.'s
+    tables, :mod:`sparsekm.reproduce.slmc`)."""
+    return name.startswith("wu-table")
+
+
 def cmd_reproduce(args):
     from pathlib import Path
 
@@ -322,6 +328,12 @@ def cmd_reproduce(args):
         raise SystemExit(_usage_error("--no-cache and --cached-only exclude each other"))
     if args.seeds < 1:
         raise SystemExit(_usage_error(f"--seeds must be at least 1; got {args.seeds}"))
+    if not any(_uses_table_options(n) for n in names):
+        for opt, given in (("--datasets", args.datasets), ("--seeds", args.seeds != 3)):
+            if given:
+                raise SystemExit(_usage_error(
+                    f"{opt} applies to the Wu et al. tables (wu-table1, wu-table2, "
+                    f"wu-table3); {', '.join(names) or 'nothing'} would ignore it"))
     datasets = None
     if args.datasets:
         from .reproduce.slmc import COLUMNS
@@ -375,6 +387,17 @@ def _index_like(column):
     return column.size > 0 and np.array_equal(column, np.arange(column.size))
 
 
+def _default_column_names(first, second, delimiter):
+    """True when ``first`` is ``0, 1, ..., d-1`` (pandas' default column names, d >= 2)
+    and ``second`` holds a value that is not a whole number, so ``first`` cannot be a
+    data row of the same (integer) table."""
+    names = [f.strip() for f in first.split(delimiter)]
+    values = [f.strip() for f in second.split(delimiter)]
+    if len(names) < 2 or names != [str(i) for i in range(len(names))]:
+        return False
+    return len(values) == len(names) and any(not v.lstrip("+-").isdigit() for v in values)
+
+
 def read_matrix(path, index_col=False, *, note=None):
     """Read a 2-D float array from ``.npy`` or ``.csv``/``.txt`` (comma or whitespace).
 
@@ -382,6 +405,9 @@ def read_matrix(path, index_col=False, *, note=None):
     empty over a first column 0, 1, 2, ... is what ``pandas.DataFrame.to_csv()``
     writes with its index: that column is skipped, with a note (``note(text)``,
     default: one line on stderr). ``index_col=True`` always skips the first column.
+    A first line of exactly ``0, 1, ..., d-1`` over rows that are not all whole
+    numbers is the header ``to_csv(index=False)`` writes for pandas' default column
+    names: it is skipped, with a note.
     """
     import numpy as np
 
@@ -397,6 +423,7 @@ def read_matrix(path, index_col=False, *, note=None):
     else:
         with open(path) as fh:
             first = fh.readline()
+            second = fh.readline()
         delimiter = "," if "," in first else None
         try:
             float(first.replace(",", " ").split()[0])
@@ -404,6 +431,14 @@ def read_matrix(path, index_col=False, *, note=None):
             skip = int(delimiter == "," and first.split(",")[0].strip() == "")
         except (ValueError, IndexError):
             skip = 1  # a header line
+        if not skip and _default_column_names(first, second, delimiter):
+            skip = 1
+            text = (f"{path}: the first line 0, 1, 2, ... is read as the column names "
+                    "pandas writes (to_csv(index=False) of unnamed columns) and skipped")
+            if note is None:
+                print(f"sparsekm: note: {text}", file=sys.stderr)
+            else:
+                note(text)
         try:
             X = np.loadtxt(path, delimiter=delimiter, skiprows=skip, ndmin=2)
         except Exception as exc:
@@ -416,7 +451,7 @@ def read_matrix(path, index_col=False, *, note=None):
         if pandas_index and not index_col:
             text = (f"{path}: the first column has no name in the header and holds 0, 1, 2, "
                     "...: read as a pandas index (to_csv() writes it) and skipped; re-save "
-                    "with to_csv(index=False) to avoid this note")
+                    "with to_csv(index=False, header=False) to avoid this note")
             if note is None:
                 print(f"sparsekm: note: {text}", file=sys.stderr)
             else:
@@ -620,25 +655,15 @@ def _looks_like_pickle(path):
     return len(head) == 2 and head[0] == 0x80 and 2 <= head[1] <= 5
 
 
-def load_model(path, trust_pickle=False, key=None, require_key=False):
-    """Load a model: a sparsekm file, or (only with ``trust_pickle``) a joblib pickle.
-
-    Returns ``(model, source)``: a classifier (:class:`~sparsekm.multiclass.ExpansionClassifier`,
-    which keeps the classes and the multi-class rule) for ``SVC``/``NuSVC``/
-    ``OneVsRestClassifier``/``OneVsOneClassifier`` models and sparsekm classifiers with an
-    ``expansion_``, otherwise the :class:`~sparsekm.KernelExpansion` whose outputs are the
-    model's predictions (SVR) or features (kernel PCA); ``source`` names what was loaded.
-    With ``key`` a sparsekm file must carry a matching HMAC tag; a pickle (which cannot
-    carry one) is loaded only with ``trust_pickle``, so that ``reduce --trust-pickle
-    --key-file`` converts and signs in one step.
-    """
+def load_object(path, trust_pickle=False, key=None, require_key=False):
+    """What ``path`` holds, as saved: a sparsekm file, or (only with ``trust_pickle``) a
+    joblib pickle, with a one-line :class:`CLIError` for anything else. Returns
+    ``(obj, source)``; ``source`` names what was loaded. With ``key`` a sparsekm file must
+    carry a matching HMAC tag; a pickle (which cannot carry one) is loaded only with
+    ``trust_pickle``, so that ``reduce --trust-pickle --key-file`` converts and signs in
+    one step."""
     import zipfile
 
-    import numpy as np
-
-    from .expansion import KernelExpansion
-    from .interop import classifier_from_estimator
-    from .multiclass import ExpansionClassifier
     from .persistence import FormatError, load
 
     path = str(path)
@@ -646,7 +671,7 @@ def load_model(path, trust_pickle=False, key=None, require_key=False):
         raise FileNotFoundError(f"No such file: {path!r}.")
     try:
         obj = load(path, key=key, require_key=require_key)
-        source = f"sparsekm file ({type(obj).__name__})"
+        return obj, f"sparsekm file ({type(obj).__name__})"
     except FormatError as exc:
         if require_key:  # nothing unverified: no pickle, no unsigned file
             raise CLIError(_format_error_message(path, exc)) from None
@@ -663,33 +688,58 @@ def load_model(path, trust_pickle=False, key=None, require_key=False):
                 "can run arbitrary code)" + ("; the result is then signed with --key-file"
                                              if key is not None else "")
             ) from None
-        import joblib
+    import joblib
 
-        print(f"sparsekm: warning: unpickling {path} (--trust-pickle); only do this for files "
-              "you trust", file=sys.stderr)
-        try:
-            obj = joblib.load(path)
-        except Exception as exc:
-            # the unpickler's own message (e.g. "KeyError: 53") says nothing to a user;
-            # --debug shows it
-            raise CLIError(f"{path} could not be unpickled: it is neither a sparsekm file "
-                           "nor a valid joblib/pickle file (corrupt or another format)"
-                           ) from exc
-        source = f"joblib pickle ({type(obj).__name__})"
+    print(f"sparsekm: warning: unpickling {path} (--trust-pickle); only do this for files "
+          "you trust", file=sys.stderr)
+    try:
+        obj = joblib.load(path)
+    except Exception as exc:
+        # the unpickler's own message (e.g. "KeyError: 53") says nothing to a user;
+        # --debug shows it
+        raise CLIError(f"{path} could not be unpickled: it is neither a sparsekm file "
+                       "nor a valid joblib/pickle file (corrupt or another format)") from exc
+    return obj, f"joblib pickle ({type(obj).__name__})"
+
+
+def load_model(path, trust_pickle=False, key=None, require_key=False):
+    """Load a model: a sparsekm file, or (only with ``trust_pickle``) a joblib pickle.
+
+    Returns ``(model, source)``: a classifier (:class:`~sparsekm.multiclass.ExpansionClassifier`,
+    which keeps the classes and the multi-class rule) for ``SVC``/``NuSVC``/
+    ``OneVsRestClassifier``/``OneVsOneClassifier`` models and sparsekm classifiers with an
+    ``expansion_``, otherwise the :class:`~sparsekm.KernelExpansion` whose outputs are the
+    model's predictions (SVR) or features (kernel PCA); ``source`` names what was loaded.
+    Files are read by :func:`load_object` (keys and pickles as described there).
+    """
+    obj, source = load_object(path, trust_pickle, key, require_key)
+    return reducible(obj, path), source
+
+
+def reducible(obj, path):
+    """``obj`` (as :func:`load_object` read it from ``path``) as what ``reduce`` shrinks:
+    an :class:`~sparsekm.multiclass.ExpansionClassifier` or a
+    :class:`~sparsekm.KernelExpansion` (see :func:`load_model`)."""
+    import numpy as np
+
+    from .expansion import KernelExpansion
+    from .interop import classifier_from_estimator
+    from .multiclass import ExpansionClassifier
+
     if isinstance(obj, (KernelExpansion, ExpansionClassifier)):
-        return obj, source
+        return obj
     from sklearn.multiclass import OneVsOneClassifier, OneVsRestClassifier
     from sklearn.svm import SVC, NuSVC
 
     if isinstance(obj, (SVC, NuSVC, OneVsRestClassifier, OneVsOneClassifier)):
-        return classifier_from_estimator(obj), source
+        return classifier_from_estimator(obj)
     if hasattr(obj, "_classifier") and isinstance(getattr(obj, "expansion_", None),
                                                   KernelExpansion):
         obj._restore_defaults()
-        return obj._classifier(), source  # a ReducedSetClassifier: its machine and classes
+        return obj._classifier()  # a ReducedSetClassifier: its machine and classes
     if hasattr(obj, "transform") and isinstance(getattr(obj, "expansions_", None),
                                                 KernelExpansion):
-        return obj.expansions_, source  # sparsekm's KernelPCA: transform(X) = expansions_(X)
+        return obj.expansions_  # sparsekm's KernelPCA: transform(X) = expansions_(X)
     try:
         psi = KernelExpansion.from_estimator(obj)
     except TypeError:
@@ -704,10 +754,10 @@ def load_model(path, trust_pickle=False, key=None, require_key=False):
         # other sparsekm classifiers: sign (binary) or one-vs-rest argmax
         k = len(classes)
         if k == 2 and not psi.is_multioutput:
-            return ExpansionClassifier(psi, np.asarray(classes), scheme="binary"), source
+            return ExpansionClassifier(psi, np.asarray(classes), scheme="binary")
         if k > 2 and psi.n_outputs == k:
-            return ExpansionClassifier(psi, np.asarray(classes), scheme="ovr"), source
-    return psi, source
+            return ExpansionClassifier(psi, np.asarray(classes), scheme="ovr")
+    return psi
 
 
 def _positive_int(text):
@@ -774,6 +824,26 @@ def _reduce_plan(args, psi):
     return shared, n
 
 
+def _check_save_target(path, force):
+    """Refuse, before any work, an output that :func:`sparsekm.save` would refuse at the
+    end: a folder, a missing folder, or a read-only file without ``--force``."""
+    import stat
+
+    target = Path(str(path))
+    if target.is_dir():
+        raise CLIError(f"-o {path} is a folder; give a file name such as {target / 'model.skm'}")
+    parent = target.parent if str(target.parent) else Path(".")
+    if not parent.is_dir():
+        raise CLIError(f"-o {path}: the folder {parent} does not exist")
+    try:
+        st = os.lstat(target)  # as sparsekm.save checks it: a symbolic link is replaced
+    except OSError:
+        return
+    if stat.S_ISREG(st.st_mode) and not st.st_mode & 0o222 and not force:
+        raise CLIError(f"-o {path} is read-only (mode {stat.filemode(st.st_mode)}); "
+                       "pass --force to replace it")
+
+
 def cmd_reduce(args):
     import numpy as np
 
@@ -789,11 +859,16 @@ def cmd_reduce(args):
     if args.plot:
         raise SystemExit(_usage_error("--plot applies with --validation/--train (the "
                                       "candidates' report); without them there is no curve"))
+    if args.time_limit is not None:
+        raise SystemExit(_usage_error("--time-limit applies with --validation/--train (it "
+                                      "stops the search over candidates); without them one "
+                                      "method runs"))
     if args.method in COMPRESS_ONLY_METHODS:
         raise SystemExit(_usage_error(
             f"--method {args.method} needs data to choose or train on: give --validation "
             "VAL and/or --train TRAIN"))
     args.method = args.method or DEFAULT_REDUCE_METHOD
+    _check_save_target(args.output, args.force)
     key = read_key_file(args.key_file)
     model, source = load_model(args.model, args.trust_pickle, key=key,
                                require_key=args.require_key)
@@ -978,7 +1053,7 @@ def cmd_reduce_compress(args):
     import numpy as np
 
     from .compress import compress
-    from .persistence import FormatError, load, save
+    from .persistence import save
 
     if args.n_vectors is not None and args.max_error_increase is not None:
         raise SystemExit(_usage_error("give -n N (a budget) or --max-error-increase TOL (a "
@@ -991,20 +1066,24 @@ def cmd_reduce_compress(args):
         raise SystemExit(_usage_error("--max-error-increase needs --validation VAL and/or "
                                       "--train TRAIN (rows with the class label last)"))
     method = args.method or "auto"
+    _check_save_target(args.output, args.force)
+    plot = args.plot or str(Path(args.output).with_suffix(".png"))
+    if os.path.abspath(plot) == os.path.abspath(args.output):
+        if args.plot:
+            raise SystemExit(_usage_error(f"--plot {args.plot} is the model's own file (-o)"))
+        plot = str(args.output) + ".report.png"  # -o x.png: the figure must not replace it
     key = read_key_file(args.key_file)
-    try:
-        model = load(args.model, key=key, require_key=args.require_key)
-    except FormatError as exc:
-        if args.require_key:
-            raise CLIError(f"{args.model} is not a sparsekm file signed with this key "
-                           f"({exc}); --require-key accepts only verified sparsekm files") from None
-        if not args.trust_pickle:
-            raise CLIError(_format_error_message(args.model, exc)
-                           + "; for a joblib-saved scikit-learn model you trust, pass "
-                             "--trust-pickle") from None
-        import joblib
-
-        model = joblib.load(args.model)
+    # the model as saved (not converted: compress re-trains an estimator on CV folds and
+    # reads its C)
+    model, _ = load_object(args.model, args.trust_pickle, key, args.require_key)
+    if method in ("select-kpca", "select-l1"):
+        # the up-front refusals of reduce -n (selections that take hours on this model);
+        # compress shares one set, and a tolerance's walk starts at one vector
+        red = reducible(model, args.model)
+        psi = getattr(red, "expansion", red)
+        _reduce_plan(argparse.Namespace(**{**vars(args), "method": method, "per_class": False,
+                                           "shared": False,
+                                           "n_vectors": args.n_vectors or 1}), psi)
 
     def split(path):
         A = read_matrix(path)
@@ -1017,6 +1096,12 @@ def cmd_reduce_compress(args):
     classes = getattr(model, "classes_", getattr(model, "classes", None))
     if classes is not None and np.asarray(classes).dtype.kind in "iu":
         dt = np.asarray(classes).dtype
+        for y, path in ((y_val, args.validation), (y_tr, args.train)):
+            if y is not None and not np.array_equal(y, np.round(y)):
+                raise CLIError(f"{path}: the label column (the last) holds values that are "
+                               f"not whole numbers (e.g. {float(y[y != np.round(y)][0]):g}), "
+                               f"but the model's classes are integers "
+                               f"{_short_list(np.asarray(classes))}")
         y_val = None if y_val is None else y_val.astype(dt)
         y_tr = None if y_tr is None else y_tr.astype(dt)
     small = compress(model, X_val, y_val, n_vectors=args.n_vectors,
@@ -1026,7 +1111,6 @@ def cmd_reduce_compress(args):
     rep = small.compress_report_
     print(rep.table())
     save(small, args.output, key=key, force=args.force)
-    plot = args.plot or str(Path(args.output).with_suffix(".png"))
     rep.plot(plot)
     print(f"saved {args.output}: {small.n_vectors_} kernel evaluations per prediction "
           f"({rep['full_n_vectors'] / max(small.n_vectors_, 1):.1f}x fewer than the original); "

@@ -39,7 +39,12 @@ __all__ = ["compress", "CompressReport", "CompressedClassifier", "CompressCurve"
 
 @dataclass
 class CompressCurve:
-    """The error-budget curve walked by :func:`compress`.
+    """The error-budget curve of models saved by earlier versions of :func:`compress`.
+
+    Those models hold it as ``compress_curve_`` (a dictionary;
+    :func:`sparsekm.plotting.compress_curve` plots it). :func:`compress` now returns a
+    :class:`CompressedClassifier` whose ``compress_report_`` (:class:`CompressReport`)
+    replaces it; this class is kept so that such files still load and plot.
 
     Attributes
     ----------
@@ -611,10 +616,15 @@ def _check_labels(X, y, nx, ny, owner):
 
 
 def _methods(method, owner):
-    names = list(AUTO_METHODS) if method == "auto" else \
-        [method] if isinstance(method, str) else list(method)
     known = set(AUTO_METHODS) | set(_RS_METHODS)
-    bad = [m for m in names if m not in known]
+    if isinstance(method, str):
+        names = list(AUTO_METHODS) if method == "auto" else [method]
+    elif isinstance(method, (list, tuple)):
+        names = list(method)
+    else:
+        raise TypeError(f"The 'method' parameter of {owner} must be 'auto', a method name or "
+                        f"a list of them. Got {type(method).__name__} {method!r} instead.")
+    bad = [m for m in names if not isinstance(m, str) or m not in known]
     if not names or bad:
         raise ValueError(f"The 'method' parameter of {owner} must be 'auto', one of "
                          f"{sorted(known)} or a list of them. Got {method!r} instead.")
@@ -688,7 +698,8 @@ def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increas
         Reduced-set candidates of a multi-class machine: one set shared by all binary
         machines (``False``: ``n_vectors // n_outputs`` per machine).
     cv : int, default=3
-        Folds when ``X_val`` is not given.
+        Folds when ``X_val`` is not given (another value together with ``X_val`` is
+        refused: it would not be used).
     n_init, max_iter : int
         RS construction settings (see :func:`~sparsekm.reduced_set.construct`).
     verbose : bool, default=False
@@ -738,6 +749,10 @@ def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increas
         tol = DEFAULT_MAX_ERROR_INCREASE if max_error_increase is None else \
             check_scalar(max_error_increase, "max_error_increase", owner, lower=0.0)
     methods = _methods(method, owner)
+    # the construction's settings, checked here: a bad value must not just fail the
+    # reduced-set rows and leave the direct candidates to win in silence
+    n_init = check_scalar(n_init, "n_init", owner, kind="int", lower=1)
+    max_iter = check_scalar(max_iter, "max_iter", owner, kind="int", lower=1)
     if shared not in (True, False):
         raise ValueError(f"The 'shared' parameter of {owner} must be a bool. Got {shared!r}.")
     if time_limit is not None:
@@ -748,12 +763,18 @@ def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increas
         raise ValueError("Pass both X_train and y_train, or neither.")
     if X_val is not None:
         X_val, y_val = _check_labels(X_val, y_val, "X_val", "y_val", owner)
+        if not (isinstance(cv, int) and cv == DEFAULT_CV):
+            raise ValueError(f"{owner}: cv={cv!r} applies without validation data (folds "
+                             "inside X_train); with X_val, y_val every choice is made on them.")
     if X_train is not None:
         X_train, y_train = _check_labels(X_train, y_train, "X_train", "y_train", owner)
     if X_val is None and X_train is None:
         raise ValueError(f"{owner} needs validation data (X_val, y_val) or training data "
                          "(X_train, y_train) to choose on; it never chooses blind.")
-    exact = _exact_classifier(model, y_val if y_val is not None else y_train, owner)
+    # a bare expansion's classes: those of all the labels given (the validation data may
+    # miss a class that the training data has)
+    y_hint = np.concatenate([y for y in (y_val, y_train) if y is not None])
+    exact = _exact_classifier(model, y_hint, owner)
     classes = np.asarray(exact.classes)
     psi = exact.expansion
     for X, name in ((X_val, "X_val"), (X_train, "X_train")):
@@ -836,6 +857,10 @@ def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increas
         if m in _RS_METHODS and any(s.exact is None for s in splits):
             return ("no validation data and the original machine cannot be re-trained on "
                     "the folds (pass X_val, y_val)")
+        if m in _RS_METHODS and cands.multi and not shared and b < psi.n_outputs:
+            return (f"separate sets (shared=False) need at least one vector for each of the "
+                    f"{psi.n_outputs} binary machines, more than the budget {b}; use "
+                    "shared=True")
         if m == "select-l1":
             per = b if (shared or not cands.multi) else b // psi.n_outputs
             if not (shared and cands.multi) and per < MIN_L1_PER_MACHINE:

@@ -316,6 +316,20 @@ def shift_images(X, side, shifts=SHIFTS_8, *, fill=-1.0):
     ndarray of shape (len(shifts) * n_samples, side**2)
         Block ``k`` (rows ``k n .. (k + 1) n - 1``) is ``X`` translated by ``shifts[k]``.
     """
+    import numbers
+
+    if not isinstance(side, numbers.Integral) or isinstance(side, bool) or side < 1:
+        raise ValueError(f"side must be an int >= 1 (the image side); got {side!r}.")
+    side = int(side)
+    try:
+        shifts = [tuple(s) for s in shifts]
+    except TypeError:
+        raise ValueError("shifts must be a sequence of (d_row, d_col) pairs, e.g. "
+                         f"[(1, 0)]; got {shifts!r}.") from None
+    for s in shifts:
+        if len(s) != 2 or not all(isinstance(v, numbers.Integral) and not isinstance(v, bool)
+                                  for v in s):
+            raise ValueError(f"every shift must be a pair of ints (d_row, d_col); got {s!r}.")
     X = np.asarray(X, dtype=np.float64)
     if X.ndim != 2 or X.shape[1] != side * side:
         raise ValueError(f"X must have shape (n_samples, {side * side}) for {side}x{side} "

@@ -573,9 +573,13 @@ def register_skl2onnx_converters():
     from sklearn.kernel_approximation import Nystroem, RBFSampler
 
     from . import models
+    from .compress import CompressedClassifier
     from .multiclass import ExpansionClassifier
 
-    classes = [getattr(models, n) for n in models.__all__] + [ExpansionClassifier]
+    # CompressedClassifier: what sparsekm.compress returns, often put back into the
+    # pipeline its SVC came from
+    classes = [getattr(models, n) for n in models.__all__] + [ExpansionClassifier,
+                                                               CompressedClassifier]
     for cls in classes:
         if not isinstance(cls, type):
             continue

@@ -776,6 +776,12 @@ class _Encoder:
             obj.get_params(deep=False)
         templates = {k: params.pop(k) for k in _TEMPLATES.get(cls, ()) if k in params}
         node = self.encode(params, f"{where}.params")
+        # load() checks every parameter (_params_problem): a value fit accepted or ignored
+        # (degree=0 under an RBF kernel, fit_intercept=1) would make a file it refuses
+        problem = _params_problem(cls, {**params, **templates})
+        if problem is not None:
+            raise ValueError(f"Cannot save {where}: {problem} load() would refuse the file; "
+                             "set the parameter to a valid value (set_params) and save again.")
         for k, v in templates.items():
             name = _NAMES.get(type(v))
             if name is None:
@@ -1353,6 +1359,57 @@ class _Archive:
 # ``memory`` folder and unpickle from it on a cache hit): refused unless None.
 _NONE_ONLY_PARAMS = {"memory": "a cache folder is written and read back with pickle"}
 
+
+def _params_problem(cls, params):
+    """Why :func:`load` refuses these constructor parameters of ``cls`` (None: it does not).
+
+    Parameters that reach the file system or run code (``memory``) must be None;
+    numbers must be finite and integers at most 2**62; then scikit-learn's
+    ``_parameter_constraints`` of the class (sparsekm estimators declare them too).
+    :func:`save` applies the same check, so that it never writes a file that
+    :func:`load` refuses.
+    """
+    from sklearn.utils._param_validation import (
+        InvalidParameterError,
+        validate_parameter_constraints,
+    )
+
+    from .expansion import KernelExpansion
+    from .kernels import Kernel
+
+    name = cls.__name__
+    for k, v in params.items():
+        if k in _NONE_ONLY_PARAMS and v is not None:
+            return (f"{name}({k}={str(v)[:60]!r}) refused: {k} must be None in a "
+                    f"sparsekm file ({_NONE_ONLY_PARAMS[k]}).")
+        stack = [v]
+        while stack:
+            x = stack.pop()
+            if isinstance(x, (list, tuple)):
+                stack.extend(x)
+            elif isinstance(x, dict):
+                stack.extend(x.values())
+            elif isinstance(x, bool) or x is None or isinstance(x, str):
+                continue
+            elif isinstance(x, int):
+                if abs(x) > 2**62:
+                    return f"{name}({k}=...) holds the integer {x}, implausibly large."
+            elif isinstance(x, float):
+                if not math.isfinite(x):
+                    return f"{name}({k}={x!r}) refused: parameters must be finite."
+            elif isinstance(x, np.ndarray):
+                if x.dtype.kind in "fc" and not np.all(np.isfinite(x)):
+                    return f"{name}({k}=...) holds non-finite values."
+            elif callable(x) and not isinstance(x, (Kernel, KernelExpansion)):
+                return f"{name}({k}=...) is callable; sparsekm files hold no code."
+    constraints = getattr(cls, "_parameter_constraints", None)
+    if isinstance(constraints, dict):
+        try:
+            validate_parameter_constraints(constraints, params, caller_name=name)
+        except InvalidParameterError as exc:
+            return f"invalid parameter: {exc}"
+    return None
+
 _JSON_SCALARS = frozenset((type(None), bool, int, float, str))  # what json.loads returns
 _EXPANSION_KEYS = frozenset(("__type__", "vectors", "coef", "kernel", "intercept"))
 _ESTIMATOR_KEYS = frozenset(("__type__", "class", "params", "state"))
@@ -1541,51 +1598,11 @@ class _Decoder:
         return params
 
     def check_params(self, cls, params):
-        """Constructor parameters: safe values, then the class's own constraints.
-
-        Parameters that reach the file system or run code (``memory``) must be None;
-        numbers must be finite and integers at most 2**62; then scikit-learn's
-        ``_parameter_constraints`` of the class (sparsekm estimators declare them too).
-        """
-        from sklearn.utils._param_validation import (
-            InvalidParameterError,
-            validate_parameter_constraints,
-        )
-
-        from .expansion import KernelExpansion
-        from .kernels import Kernel
-
-        name = cls.__name__
-        for k, v in params.items():
-            if k in _NONE_ONLY_PARAMS and v is not None:
-                self.fail(f"{name}({k}={str(v)[:60]!r}) refused: {k} must be None in a "
-                          f"sparsekm file ({_NONE_ONLY_PARAMS[k]}).")
-            stack = [v]
-            while stack:
-                x = stack.pop()
-                if isinstance(x, (list, tuple)):
-                    stack.extend(x)
-                elif isinstance(x, dict):
-                    stack.extend(x.values())
-                elif isinstance(x, bool) or x is None or isinstance(x, str):
-                    continue
-                elif isinstance(x, int):
-                    if abs(x) > 2**62:
-                        self.fail(f"{name}({k}=...) holds the integer {x}, implausibly large.")
-                elif isinstance(x, float):
-                    if not math.isfinite(x):
-                        self.fail(f"{name}({k}={x!r}) refused: parameters must be finite.")
-                elif isinstance(x, np.ndarray):
-                    if x.dtype.kind in "fc" and not np.all(np.isfinite(x)):
-                        self.fail(f"{name}({k}=...) holds non-finite values.")
-                elif callable(x) and not isinstance(x, (Kernel, KernelExpansion)):
-                    self.fail(f"{name}({k}=...) is callable; sparsekm files hold no code.")
-        constraints = getattr(cls, "_parameter_constraints", None)
-        if isinstance(constraints, dict):
-            try:
-                validate_parameter_constraints(constraints, params, caller_name=name)
-            except InvalidParameterError as exc:
-                self.fail(f"invalid parameter: {exc}")
+        """Constructor parameters: safe values, then the class's own constraints
+        (:func:`_params_problem`)."""
+        problem = _params_problem(cls, params)
+        if problem is not None:
+            self.fail(problem)
 
     def validate(self, obj, cls):
         """Cross-attribute checks: a loaded estimator must look like a fitted one."""

@@ -86,6 +86,9 @@ def image_grid(images, image_shape, *, titles=None, ncols=10, cmap=None, suptitl
     path : str or Path, optional
         Save the figure there and return the path; otherwise return the figure.
     """
+    if symmetric and center is not None:
+        raise ValueError("image_grid: give symmetric=True (each image on its own scale) or "
+                         "center (one scale shared by all images), not both.")
     plt = _plt()
     images = np.asarray(images, dtype=float)
     n = images.shape[0]
@@ -482,13 +485,18 @@ def compress_curve(curve, *, path=None, title=None):
     curve : CompressCurve, its dictionary, or a model with ``compress_curve_``
         The walked sizes (points, joined in budget order), the full machine's error
         (dashed line at its budget), the tolerance (dotted line) and the returned
-        model (large ring).
+        model (large ring). ``compress_curve_`` is what files written by earlier
+        versions of :func:`sparsekm.compress` hold; a model with ``compress_report_``
+        (what :func:`sparsekm.compress` returns now) is plotted by
+        :meth:`CompressReport.plot <sparsekm.compress.CompressReport.plot>`.
     path : str or Path, optional
         Save the figure there (and return the path); otherwise return the figure.
     title : str, optional
     """
-    from .compress import CompressCurve
+    from .compress import CompressCurve, CompressReport
 
+    if not hasattr(curve, "compress_curve_") and hasattr(curve, "compress_report_"):
+        return CompressReport(curve.compress_report_).plot(path, title)
     curve = getattr(curve, "compress_curve_", curve)
     if isinstance(curve, dict):
         curve = CompressCurve(**curve)

@@ -229,7 +229,8 @@ def _check_finite_block(B, name):
 def cache_budgets(client):
     """Bytes of kept per-partition state each worker may hold: ``{address: bytes}``.
 
-    ``dask.config`` key ``sparsekm.cache-bytes`` (bytes per worker) if set, else
+    ``dask.config`` key ``sparsekm.cache-bytes`` (bytes per worker: a number, or a size
+    such as ``"2GiB"``) if set, else
     ``sparsekm.cache-fraction`` (default ``1/3``) times the worker's memory limit
     (no limit: unbounded). Read at every fit, so ``with dask.config.set(...)`` works.
     """
@@ -238,11 +239,20 @@ def cache_budgets(client):
     per_worker = dask.config.get("sparsekm.cache-bytes", None)
     fraction = dask.config.get("sparsekm.cache-fraction", _KEEP_FRACTION)
     if per_worker is not None:
-        per_worker = float(per_worker)
+        raw = per_worker
+        try:  # a number, or a size as dask writes them ("2GiB", "500 MB")
+            per_worker = float(dask.utils.parse_bytes(raw) if isinstance(raw, str) else raw)
+        except (TypeError, ValueError):
+            per_worker = float("nan")
         if not per_worker >= 0:
-            raise ValueError(f"sparsekm.cache-bytes must be a number >= 0; got {per_worker!r}.")
-    if not 0.0 <= float(fraction) <= 1.0:
-        raise ValueError(f"sparsekm.cache-fraction must be in [0, 1]; got {fraction!r}.")
+            raise ValueError(f"sparsekm.cache-bytes must be a number of bytes >= 0 or a size "
+                             f"such as '2GiB'; got {raw!r}.")
+    try:
+        fraction_ok = 0.0 <= float(fraction) <= 1.0
+    except (TypeError, ValueError):
+        fraction_ok = False
+    if not fraction_ok:
+        raise ValueError(f"sparsekm.cache-fraction must be in [0, 1] (a number); got {fraction!r}.")
     workers = client.scheduler_info().get("workers", {})
     out = {}
     for addr, info in sorted(workers.items()):

@@ -78,7 +78,7 @@ def linear_svm_on_coordinates(Gamma, y, C, *, solver="smo", tol=1e-3, max_iter=-
     Gamma : ndarray of shape (n_samples, m)
     y : ndarray of shape (n_samples,) with values ±1
     C : float
-    solver : {"smo", "liblinear"}
+    solver : {"smo", "liblinear", "lbfgs"}
         ``"smo"``: libsvm on the ``n x n`` Gram matrix ``Gamma Gamma^T`` (exact
         unregularised bias, the paper's choice; ``n^2`` dot products of length
         ``m``). ``"liblinear"``: dual coordinate descent with the hinge loss on
@@ -92,7 +92,12 @@ def linear_svm_on_coordinates(Gamma, y, C, *, solver="smo", tol=1e-3, max_iter=-
         Stopping tolerance of libsvm/liblinear; for ``"lbfgs"`` ``None`` is used
         (scipy's ``gtol=1e-10``, ``ftol=1e-15``: the gradient ends ~1e-6 of ``w``).
     max_iter : int, default=-1
-        Iteration limit (``-1``: the solver's default; 1000 for ``"lbfgs"``).
+        Iteration limit (``-1``: the solver's default; 1000 for ``"lbfgs"``; liblinear
+        runs at least 20000).
+    random_state : int, RandomState instance or None, default=None
+        liblinear's random order of the coordinates.
+    info : dict, optional
+        Receives ``n_iter``, the solver's iterations.
 
     Returns
     -------
@@ -102,8 +107,6 @@ def linear_svm_on_coordinates(Gamma, y, C, *, solver="smo", tol=1e-3, max_iter=-
         Training points with ``alpha_i > 0`` (``None`` for liblinear).
     n_dot_products : int or None
         ``gamma_i^T gamma_j`` computed by the solver (``None`` for liblinear).
-
-    ``info``, a dict if given, receives ``n_iter``: the solver's iterations.
     """
     info = {} if info is None else info
     Gamma = np.asarray(Gamma, dtype=np.float64)

@@ -190,11 +190,12 @@ class RandomizedKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
         if ell > n_samples:
             raise ValueError(f"n_components={ell} must be <= the number of training samples "
                              f"(n_samples = {n_samples}).")
-        if self.sampling in ("sparsify", "both"):
-            if isinstance(self.s, (int, float)) and not isinstance(self.s, bool) and self.s < 1:
-                raise ValueError(f"The 's' parameter of {owner} must be a float >= 1 (entries "
-                                 f"are kept with probability 1/s). Got {self.s!r} instead.")
-            check_scalar(self.s, "s", owner, lower=1)
+        # checked whatever the sampling (as sparsekm.load checks it): an s < 1 accepted
+        # here with sampling="none" made a file that load refused
+        if isinstance(self.s, (int, float)) and not isinstance(self.s, bool) and self.s < 1:
+            raise ValueError(f"The 's' parameter of {owner} must be a float >= 1 (entries "
+                             f"are kept with probability 1/s). Got {self.s!r} instead.")
+        check_scalar(self.s, "s", owner, lower=1)
         check_scalar(self.max_iter, "max_iter", owner, kind="int", lower=1)
         check_scalar(self.tol, "tol", owner, lower=0, lower_inclusive=False)
         check_scalar(self.n_oversamples, "n_oversamples", owner, kind="int", lower=0)

@@ -19,7 +19,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from .. import persistence
-from .._constraints import BACKEND, BOOLEAN, N_JOBS, POSITIVE, POSITIVE_INT, RANDOM_STATE
+from .._constraints import BACKEND, BOOLEAN, N_JOBS, NON_NEGATIVE, POSITIVE_INT, RANDOM_STATE
 from ..expansion import KernelExpansion
 from ..parallel import dask_rowwise
 from ..reduced_set import refit_intercept
@@ -44,7 +44,8 @@ _COMMON_CONSTRAINTS = {
     "n_vectors": POSITIVE_INT,
     "method": [StrOptions({"construct", "construct+refine", "select-kpca", "select-backward",
                            "select-l1"})],
-    "c": [StrOptions({"uniform", "inverse"})], "lam": [*POSITIVE, None],
+    # lam = 0 is select_l1's unpenalised fit (fit accepts it, so load must too)
+    "c": [StrOptions({"uniform", "inverse"})], "lam": [*NON_NEGATIVE, None],
     "n_init": POSITIVE_INT, "max_iter": POSITIVE_INT,
     "refine_max_iter": [Interval(Integral, 0, None, closed="left")],
     "n_sweeps": [Interval(Integral, 0, None, closed="left")],

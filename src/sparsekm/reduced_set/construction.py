@@ -335,8 +335,9 @@ def phase2_objective(kernel, X, A, Z, B, norm2):
 def _refine_block(kernel, X, A, Z, B, max_iter, norm2, tol=_REFINE_TOL):
     """Phase 2: L-BFGS over (Z, B) minimising sum_k ||Psi^k - Psi'^k||^2.
 
-    Stops when one iteration changes the objective by at most ``tol`` relative
-    (:func:`~sparsekm.utils.optimize.lbfgs_relative`) or after ``max_iter`` iterations.
+    Stops when ``_REFINE_PATIENCE`` (three) consecutive iterations each change the
+    objective by at most ``tol`` relative (:func:`~sparsekm.utils.optimize.lbfgs_relative`)
+    or after ``max_iter`` iterations.
     """
     m, d = Z.shape
     n_out = A.shape[1]

@@ -609,8 +609,10 @@ def fixed_z_svm(X, y, Z, kernel, C, *, features="whitened", tol=1e-5, on_singula
         Precomputed ``K(Z, X)``.
     warm_start : ndarray of shape (n_samples,), optional
         Dual variables of a nearby problem (the previous L-BFGS iterate). Their
-        active set seeds an exact active-set solver; libsvm is used only when that
-        does not converge.
+        active set seeds an exact active-set solver; when that does not converge,
+        the interior point runs on a working set grown from them (problems with
+        more than ``4 (n_vectors + 1)`` samples), then on all samples, and libsvm
+        only when neither converges.
     sample_weight : ndarray of shape (n_samples,), optional
         Per-sample multiplicity: ``C_i = C * sample_weight_i``. Merging identical
         ``(x, y)`` pairs into one weighted sample (:func:`aggregate_duplicates`) gives

@@ -39,6 +39,8 @@ def lbfgs_relative(fun, x0, *, max_iter, tol, gtol=1e-12, maxcor=10, callback=No
     patience : int >= 1, default=1
         Consecutive iterations below ``tol`` needed to stop (``1``: scipy's rule; more
         guards against one short step after a poor curvature estimate).
+    callback_x : callable ``callback_x(x)``, optional
+        Called after every iteration with a copy of the iterate (after ``callback``).
 
     Returns
     -------
