@@ -345,6 +345,10 @@ def test_reduce_methods_on_binary_ovr_ovo(digits_models, capsys, monkeypatch, tm
         main(["reduce", str(d / "svc.joblib"), "--trust-pickle", "-n", "5", "--per-class",
               "--method", "select-l1", "-o", str(tmp_path / "u.skm")])
     assert exc.value.code == 2 and "per binary machine" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:  # a binary machine: the same rule as compress
+        main(["reduce", str(tmp_path / "bin.joblib"), "--trust-pickle", "-n", "5",
+              "--method", "select-l1", "-o", str(tmp_path / "u.skm")])
+    assert exc.value.code == 2 and "5 vectors: below 10" in capsys.readouterr().err
 
 
 def test_corrupt_and_random_files_get_one_line_errors(tmp_path, capsys):

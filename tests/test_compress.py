@@ -263,6 +263,18 @@ def test_save_load_report_and_plot(blobs, tmp_path):
     assert (tmp_path / "r.png").stat().st_size > 0 and str(path).endswith("r.png")
 
 
+def test_chosen_method_names_the_direct_winner(blobs, tmp_path):
+    ovo, Xtr, ytr, Xv, yv, Xte, yte = blobs
+    small = sparsekm.compress(ovo, Xv, yv, n_vectors=6, X_train=Xtr, y_train=ytr,
+                              method=["kmeans-svm"], random_state=0, **_cheap())
+    report = small.compress_report_
+    assert report["rows"][report["chosen"]]["method"] == "kmeans-svm"
+    assert small.chosen_method_ == "kmeans-svm"
+    assert small.get_params()["method"] == "construct"  # only the file format's RS field
+    sparsekm.save(small, tmp_path / "m.skm")
+    assert sparsekm.load(tmp_path / "m.skm").chosen_method_ == "kmeans-svm"
+
+
 def test_ovr_and_sparsekm_models(moons, blobs):
     ovo, Xtr, ytr, Xv, yv, Xte, yte = blobs
     ovr = OneVsRestClassifier(SVC(C=1, gamma=0.2)).fit(Xtr, ytr)

@@ -277,3 +277,23 @@ def test_random_pivoting_blocked_equals_plain_in_law(rng):
     diff = stats[8].mean() - stats[0].mean()
     se_diff = np.sqrt(stats[8].var() / 300 + stats[0].var() / 300)
     assert abs(diff) < 4 * se_diff
+
+
+@pytest.mark.parametrize("random_state", [0, 7])
+def test_random_pivoting_stream_survives_save_load(tmp_path, random_state):
+    """partial_fit after save/load draws the same random pivots as without them."""
+    import sparsekm
+
+    X = np.random.default_rng(5).normal(size=(300, 4))
+    gb = GreedyBasis(n_basis=60, kernel=RBF(0.5), pivoting="random", tol=0.0,
+                     random_state=random_state).fit(X[:150])
+    assert gb.random_stream_["key"].shape == (624,)
+    sparsekm.save(gb, tmp_path / "gb.skm")
+    back = sparsekm.load(tmp_path / "gb.skm")
+    gb.partial_fit(X[150:])
+    back.partial_fit(X[150:])
+    assert gb.n_basis_ > 30  # the second batch added random pivots
+    np.testing.assert_array_equal(back.basis_indices_, gb.basis_indices_)
+    np.testing.assert_array_equal(back.cholesky_, gb.cholesky_)
+    # the greedy rule uses no random stream: nothing of it in the file
+    assert not hasattr(GreedyBasis(n_basis=10, kernel=RBF(0.5)).fit(X), "random_stream_")

@@ -329,6 +329,11 @@ def test_verbose_progress_runs(moons, capsys):
     X, y = moons
     SLMC(n_vectors=3, C=10.0, kernel=RBF(1.0), max_iter=3, verbose=True,
          random_state=0).fit(X, y)
+    err = capsys.readouterr().err
+    # the progress bar names the problem and shows the marginal function W(Z) (eq. 44)
+    assert "SLMC 0" in err and "W=" in err and "3/3" in err
+    SLMC(n_vectors=3, C=10.0, kernel=RBF(1.0), max_iter=3, random_state=0).fit(X, y)
+    assert "W=" not in capsys.readouterr().err  # silent by default
 
 
 def test_alias():

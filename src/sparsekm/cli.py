@@ -803,15 +803,18 @@ def _reduce_plan(args, psi):
             raise SystemExit(_usage_error(
                 f"select-kpca re-computes the eigenvectors of the remaining Gram matrix after "
                 f"every removed vector (eq. 63-65): {n_distinct} vectors down to {n} would take "
-                f"far too long (hours for large models). Use --method construct (the default) "
-                f"or construct+refine"))
+                f"far too long (hours for large models). Use --method construct+refine (the "
+                f"default) or construct"))
     from .compress import MIN_L1_PER_MACHINE
 
-    if args.method == "select-l1" and multi and not shared and n < MIN_L1_PER_MACHINE:
+    if args.method == "select-l1" and not shared and n < MIN_L1_PER_MACHINE:
+        # the same rule as compress's select-l1 candidate (binary machines included)
+        what = "vectors per output" if multi else "vectors"
         raise SystemExit(_usage_error(
-            f"select-l1 with {n} vectors per output: below {MIN_L1_PER_MACHINE} vectors per "
+            f"select-l1 with {n} {what}: below {MIN_L1_PER_MACHINE} vectors per "
             "binary machine the L1 path keeps no usable machine (84 % test error at 5 per "
-            "pair on a one-vs-one SVC); use --method construct+refine (one shared set)"))
+            "pair on a one-vs-one SVC); use --method construct+refine"
+            + (" (one shared set)" if multi else "")))
     if args.method == "select-l1" and shared:
         work = float(n_distinct) ** 4 * psi.n_outputs
         if work > _L1_MULTI_MAX_WORK:

@@ -25,6 +25,7 @@ import numpy as np
 from sklearn.multiclass import OneVsOneClassifier, OneVsRestClassifier
 from sklearn.svm import SVC
 from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted
 
 from . import persistence
 from .expansion import KernelExpansion
@@ -346,6 +347,18 @@ class CompressedClassifier(ReducedSetClassifier):
     def plot_report(self, path=None):
         """:meth:`CompressReport.plot` of ``compress_report_`` (also after loading)."""
         return CompressReport(self.compress_report_).plot(path)
+
+    @property
+    def chosen_method_(self):
+        """The candidate :func:`compress` chose, from ``compress_report_``: a reduced-set
+        method (``"construct"``, ``"construct+refine"``, ``"select-*"``), a direct one
+        (``"slmc"``, ``"kmeans-svm"``, ``"uniform-svm"``, ``"greedy-svm"``) or
+        ``"original"``. The constructor parameters (``get_params()``) only fill the
+        reduced-set fields of the file format: for a direct method ``method`` reads
+        ``"construct"``, so read this attribute (or the report) for what was chosen."""
+        check_is_fitted(self, "compress_report_")
+        report = self.compress_report_
+        return str(report["rows"][int(report["chosen"])]["method"])
 
 
 # -- the model to compress -----------------------------------------------------------

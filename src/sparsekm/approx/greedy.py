@@ -367,6 +367,12 @@ class GreedyBasis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         "dask_info_": spec.dict(spec.one_of(
             spec.bool(), spec.int(), spec.float(), spec.str(),
             spec.list(spec.one_of(spec.int(), spec.float()))), optional=True),
+        # pivoting="random": the random stream where the last fit left it (MT19937 state),
+        # so that partial_fit after save/load draws the same pivots as without it
+        "random_stream_": spec.dict(spec.one_of(spec.array("u", (624,)), spec.int(),
+                                                spec.float()),
+                                    keys=("key", "pos", "has_gauss", "cached_gaussian"),
+                                    optional=True),
     }
 
     # Checked by sparsekm.load on every parameter read from a file.
@@ -424,6 +430,18 @@ class GreedyBasis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
             return self._fit_dask(X).transform(X)
         return self._fit(X).T
 
+    def _keep_stream(self, rng):
+        """Keep ``rng`` for :meth:`partial_fit`, and with ``pivoting="random"`` its state as
+        ``random_stream_`` (saved in sparsekm files, so a loaded model continues it)."""
+        self._rng = rng
+        if self.pivoting == "random" and isinstance(rng, np.random.RandomState):
+            name, key, pos, has_gauss, cached = rng.get_state()
+            self.random_stream_ = {"key": np.array(key, dtype=np.uint32), "pos": int(pos),
+                                   "has_gauss": int(has_gauss),
+                                   "cached_gaussian": float(cached)}
+        else:
+            self.__dict__.pop("random_stream_", None)
+
     def _fit_dask(self, X, keep_factor="auto", callback=None):
         """Algorithm 1 over the partitions of a dask array (nothing of size n on the client)."""
         from .distributed import check_dask_rows, get_client, greedy_basis_distributed
@@ -442,7 +460,7 @@ class GreedyBasis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
                                        init=self.init, keep_factor=keep_factor, client=client,
                                        callback=callback)
         piv = out["pivots"]
-        self._rng = rng
+        self._keep_stream(rng)
         self.n_features_in_ = X.shape[1]
         self.n_samples_seen_ = X.shape[0]
         self.basis_indices_ = piv
@@ -469,7 +487,7 @@ class GreedyBasis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         piv, L, se, n_eval = pivoted_cholesky(X, engine, self.n_basis, tol=self.tol,
                                               first=first, pivoting=self.pivoting,
                                               random_state=rng)
-        self._rng = rng  # partial_fit continues the same random stream
+        self._keep_stream(rng)  # partial_fit continues the same random stream
         self.n_features_in_ = X.shape[1]
         self.n_samples_seen_ = X.shape[0]
         self.basis_indices_ = piv
@@ -504,8 +522,8 @@ class GreedyBasis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         np.maximum(se0, 0.0, out=se0)
         budget = max(int(self.n_basis) - m0, 0)
         rng = getattr(self, "_rng", None)
-        if rng is None:
-            rng = self._rng = check_random_state(self.random_state)
+        if rng is None:  # a loaded model: the stream where its last fit left it
+            rng = self._rng = _stream(getattr(self, "random_stream_", None), self.random_state)
         engine = solver_kernel(self.kernel_, self.backend)
         resident(engine, X)
         piv, L, se, n_eval = pivoted_cholesky(X, engine, budget, tol=self.tol,
@@ -521,6 +539,7 @@ class GreedyBasis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
             self.basis_indices_ = np.concatenate([self.basis_indices_,
                                                   piv + self.n_samples_seen_])
             self.n_basis_ = m
+        self._keep_stream(rng)
         self.residuals_ = se
         total = self.mse_ * self.n_samples_seen_ + float(se.sum())
         self.n_samples_seen_ += X.shape[0]
@@ -624,3 +643,14 @@ def _checked_kernel(kernel, X, owner="GreedyBasis"):
         raise ValueError(f"{owner} needs a positive semi-definite kernel (the Cholesky "
                          f"factorisation of K_r); {kernel!r} is not.")
     return kernel
+
+
+def _stream(state, random_state):
+    """A ``RandomState`` at ``state`` (``GreedyBasis.random_stream_``), or
+    ``check_random_state(random_state)`` when there is none."""
+    if state is None:
+        return check_random_state(random_state)
+    rng = np.random.RandomState()
+    rng.set_state(("MT19937", np.asarray(state["key"], dtype=np.uint32), int(state["pos"]),
+                   int(state["has_gauss"]), float(state["cached_gaussian"])))
+    return rng
