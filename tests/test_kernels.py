@@ -345,3 +345,43 @@ def test_projected_kernel_projects_an_expansions_vectors_once(rng, monkeypatch):
     del psi, copied, Z  # Z is the expansion's own (read-only) array
     gc.collect()
     assert len(kernel._projected) == 0
+
+
+def test_projected_kernel_cache_is_thread_safe():
+    """Threads sharing one ProjectedKernel: no error from its projection cache, right values."""
+    import sys
+    import threading
+
+    from sparsekm.kernels import ProjectedKernel, RandomProjection
+
+    P = RandomProjection(20, 5, random_state=0)
+    k = ProjectedKernel(RBF(0.5), P)
+    k.cache_size = 2  # constant eviction: the race needs stores and drops to interleave
+    errors, wrong = [], []
+
+    def work(seed):
+        rng = np.random.default_rng(seed)
+        Y = rng.normal(size=(3, 20))
+        for _ in range(2000):
+            Z = rng.normal(size=(4, 20))
+            Z.setflags(write=False)  # read-only arrays are the ones cached
+            try:
+                G = k(Y, Z)
+            except Exception as exc:  # noqa: BLE001 - any error is the failure
+                errors.append(repr(exc))
+                return
+            if not np.allclose(G, RBF(0.5)(Y @ P.matrix, Z @ P.matrix), rtol=1e-12, atol=0):
+                wrong.append(seed)
+                return
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=work, args=(s,)) for s in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(old)
+    assert errors == [] and wrong == []

@@ -160,3 +160,36 @@ def test_shared_input_errors(blobs):
         sl.slmc_shared_objective(_ovr(X, y), np.zeros((3, 5)), k, 1.0)
     with pytest.raises(TypeError, match="Kernel"):
         sl.slmc_shared_optimize(_ovr(X, y), X[:3], "rbf", 1.0)
+
+
+@pytest.mark.parametrize("n_classes, shared", [(2, True), (3, True), (3, False)])
+def test_callback_stopiteration_stops_like_max_iter(n_classes, shared):
+    """fit(callback=...) raising StopIteration after k iterations gives the model of
+    max_iter=k (the hook compress uses to keep the SLMC within its time limit)."""
+    from sklearn.datasets import make_blobs
+
+    from sparsekm.kernels import RBF
+    from sparsekm.models import SLMC
+
+    X, y = make_blobs(150, centers=n_classes, cluster_std=2.5, random_state=1)
+    seen = []
+
+    def stop_after_two(it, W):
+        seen.append((it, W))
+        if it >= 2:
+            raise StopIteration
+
+    kw = dict(n_vectors=4, C=10.0, kernel=RBF(0.2), shared=shared, random_state=0)
+    stopped = SLMC(max_iter=50, **kw).fit(X, y, callback=stop_after_two)
+    capped = SLMC(max_iter=2, **kw).fit(X, y)
+    n_problems = 1 if (shared or n_classes == 2) else n_classes
+    assert [it for it, _ in seen] == [1, 2] * n_problems
+    assert np.all(np.isfinite([W for _, W in seen]))
+    np.testing.assert_array_equal(stopped.n_iter_, capped.n_iter_)
+    np.testing.assert_allclose(stopped.decision_function(X), capped.decision_function(X),
+                               rtol=1e-10, atol=1e-10)
+    assert not hasattr(stopped, "_callback")  # nothing of the hook stays on the model
+    with pytest.raises(TypeError, match="callback must be callable"):
+        SLMC(**kw).fit(X, y, callback=3)
+    with pytest.raises(ValueError, match="n_jobs"):
+        SLMC(n_jobs=2, **kw).fit(X, y, callback=stop_after_two)

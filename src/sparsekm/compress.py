@@ -517,6 +517,10 @@ class _Candidates:
         self.exact0, self.shared, self.seed = exact0, shared, seed
         self.n_init, self.max_iter = n_init, max_iter
         self.source_C = source_C
+        #: ``time.perf_counter()`` value at which an SLMC fit stops (its L-BFGS callback
+        #: raises StopIteration; the best Z so far is kept); None: no deadline
+        self.deadline = None
+        self.slmc_stopped = 0  # SLMC fits stopped at the deadline
         self.kernel = exact0.expansion.kernel
         self.multi = exact0.expansion.is_multioutput and exact0.expansion.n_outputs > 1
 
@@ -583,10 +587,18 @@ class _Candidates:
             from .models import SLMC
 
             Z0 = np.asarray(self.rs(split, "construct", b).vectors, dtype=np.float64)
+            deadline = self.deadline
+
+            def stop_at_deadline(it, W):
+                if deadline is not None and time.perf_counter() > deadline:
+                    self.slmc_stopped += 1
+                    raise StopIteration
+
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 clf = SLMC(n_vectors=Z0.shape[0], C=C, kernel=self.kernel, init=Z0,
-                           shared=classes.size > 2, random_state=self.seed).fit(X, y)
+                           shared=classes.size > 2, random_state=self.seed).fit(
+                    X, y, callback=stop_at_deadline)
             return _like(self.exact0, clf.expansion_, scheme)
         key = (method, b)
         if key not in split.cache:
@@ -703,9 +715,11 @@ def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increas
     X_train, y_train : array-like, optional
         The original's training data (for the direct methods and re-fitted thresholds).
     time_limit : float, optional
-        Seconds. Candidates not started when it is spent are skipped, and a
-        candidate's C values not yet tried are cut (the report says so). Default: ``TIME_LIMIT_FACTOR`` (20) times the first candidate's build
-        seconds, at least ``TIME_LIMIT_FLOOR`` (60 s).
+        Seconds. Candidates not started when it is spent are skipped, a candidate's C
+        values not yet tried are cut, and an SLMC fit running at that moment stops after
+        its current L-BFGS iteration, keeping the best ``Z`` so far (the report says so).
+        Default: ``TIME_LIMIT_FACTOR`` (20) times the first candidate's build seconds, at
+        least ``TIME_LIMIT_FLOOR`` (60 s).
     random_state : int, RandomState instance or None
     shared : bool, default=True
         Reduced-set candidates of a multi-class machine: one set shared by all binary
@@ -893,6 +907,8 @@ def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increas
         if why:
             return row(m, b, status="refused", reason=why)
         t0 = time.perf_counter()
+        cands.deadline = None if limit[0] is None else t_start + limit[0]
+        stopped0 = cands.slmc_stopped
         try:
             variants = cands.variants(m, X_train is not None)
             errs, fitted, cut = {}, {}, []
@@ -914,9 +930,15 @@ def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increas
                        seconds=time.perf_counter() - t0)
         secs = time.perf_counter() - t0
         n = int(clf.expansion.compress().n_terms)
+        notes = []
+        if cands.slmc_stopped > stopped0:
+            notes.append(f"time limit: {cands.slmc_stopped - stopped0} SLMC fit(s) stopped "
+                         "at the deadline before L-BFGS converged")
+        if cut:
+            notes.append(f"time limit: {', '.join(cut)} not tried")
         r = row(m, b, variant=v, n_vectors=n, val_error=errs[v], agreement=agreement(clf),
                 seconds=secs, status="reference" if reference else "ok",
-                reason=("" if not cut else f"time limit: {', '.join(cut)} not tried"))
+                reason="; ".join(notes))
         if n > b or n > n_full:  # never more vectors than asked (a bug if it happens)
             r.update(status="failed", reason=f"{n} vectors exceed the budget {b}")
         elif not reference and errs[v] >= chance - 1e-12 and chance > 0:

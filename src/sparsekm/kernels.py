@@ -1326,6 +1326,11 @@ def _is_frozen(X):
     return a is None or isinstance(a, bytes)
 
 
+#: Guards every ProjectedKernel's projection cache (threads may share one kernel). Reentrant:
+#: a weak reference's callback may run (garbage collection) while the same thread holds it.
+_PROJECTED_LOCK = threading.RLock()
+
+
 @register_kernel
 class ProjectedKernel(Kernel):
     """``k_hat(x, y) = k(x P, y P)``: a radial or dot-product kernel on projected points.
@@ -1418,20 +1423,23 @@ class ProjectedKernel(Kernel):
         if not _is_frozen(X):
             return self._project_rows(X)
         key = id(X)
-        hit = self._projected.get(key)
+        cache = self._projected
+        with _PROJECTED_LOCK:
+            hit = cache.get(key)
         if hit is not None and hit[0]() is X:
             return hit[1]
-        Xp = self._project_rows(X)
+        Xp = self._project_rows(X)  # outside the lock: two threads may both compute it
         Xp.setflags(write=False)
-        cache = self._projected
 
         def drop(ref, key=key):  # the array is gone: forget its projection
-            if cache.get(key, (None,))[0] is ref:
-                cache.pop(key, None)
+            with _PROJECTED_LOCK:
+                if cache.get(key, (None,))[0] is ref:
+                    cache.pop(key, None)
 
-        while len(cache) >= max(int(self.cache_size), 1):
-            cache.pop(next(iter(cache)), None)
-        cache[key] = (weakref.ref(X, drop), Xp)
+        with _PROJECTED_LOCK:  # threads share one kernel: every change of the dict locked
+            while len(cache) >= max(int(self.cache_size), 1):
+                cache.pop(next(iter(cache)), None)
+            cache[key] = (weakref.ref(X, drop), Xp)
         return Xp
 
     def _project_rows(self, X):

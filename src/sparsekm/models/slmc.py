@@ -403,7 +403,7 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
         self.shared = shared
         self.backend = backend
 
-    def fit(self, X, y):
+    def fit(self, X, y, *, callback=None):
         """Fit the classifier.
 
         Parameters
@@ -412,6 +412,14 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
         y : array-like of shape (n_samples,)
             Class labels (two or more classes; more than two are fitted one-vs-rest,
             with one shared set of ``n_vectors`` XVs when ``shared=True``).
+        callback : callable ``callback(iteration, W)``, optional
+            Called after every L-BFGS iteration over ``Z`` with the iteration number and
+            the marginal function ``W(Z)`` (eq. 44). Raising ``StopIteration`` in it stops
+            that optimisation there: the best ``Z`` evaluated so far is kept and its
+            coefficients are solved as after any other stop (this is how
+            :func:`sparsekm.compress` keeps the SLMC within its time limit). Separate
+            one-vs-rest problems (``shared=False``) call it for each problem in turn; it
+            needs ``n_jobs`` None or 1 then.
 
         Returns
         -------
@@ -420,6 +428,19 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
         if self.shared not in (True, False):
             raise ValueError(f"The 'shared' parameter of {type(self).__name__} must be a bool. "
                              f"Got {self.shared!r} instead.")
+        if callback is not None and not callable(callback):
+            raise TypeError(f"callback must be callable(iteration, W); got "
+                            f"{type(callback).__name__}.")
+        if callback is not None and self.n_jobs not in (None, 1):
+            raise ValueError("A callback runs in this process: fit with n_jobs=None or 1 "
+                             f"(got n_jobs={self.n_jobs!r}).")
+        self._callback = callback  # read by _fit_binary (binary and separate problems)
+        try:
+            return self._fit(X, y, callback)
+        finally:
+            del self._callback
+
+    def _fit(self, X, y, callback):
         if not self.shared:
             return super().fit(X, y)
         X, y_idx, classes, kernel = self._validate_common(X, y)
@@ -434,16 +455,22 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
         weights = None if np.all(counts == 1) else counts
         problems = [(Xu, np.where(cu == k, 1.0, -1.0), weights) for k in range(classes.size)]
         bar = progress(total=max_iter, desc="SLMC shared", disable=None if self.verbose else True)
+        user_callback = callback
 
         def callback(it, W):
             bar.update(1)
             bar.set_postfix(W=f"{W:.6g}")
+            if user_callback is not None:
+                user_callback(it, W)
 
         engine = solver_kernel(kernel, self.backend)
         resident(engine, Xu)
-        res = sparse_learning.slmc_shared_optimize(problems, Z0, engine, float(self.C),
-                                                   max_iter=max_iter, tol=tol, callback=callback)
-        bar.close()
+        try:
+            res = sparse_learning.slmc_shared_optimize(problems, Z0, engine, float(self.C),
+                                                       max_iter=max_iter, tol=tol,
+                                                       callback=callback)
+        finally:
+            bar.close()
         # final coefficients at the optimised Z, each problem solved to a tight tolerance
         # (what fixed_z_svm does per problem; the features and K^z's whitening are shared)
         infos, betas, bs = [], [], []
@@ -480,10 +507,13 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
     def _fit_binary(self, X, y, kernel, start, k):
         Z0, max_iter, tol = start
         bar = progress(total=max_iter, desc=f"SLMC {k}", disable=None if self.verbose else True)
+        user_callback = getattr(self, "_callback", None)  # fit(..., callback=...)
 
         def callback(it, W):
             bar.update(1)
             bar.set_postfix(W=f"{W:.6g}")
+            if user_callback is not None:
+                user_callback(it, W)
 
         # one engine for the optimisation and the final solve: X goes to a torch device
         # once (aggregate_duplicates returns X itself when it has no duplicates)
