@@ -733,3 +733,14 @@ def test_reduce_offers_select_backward(binary_svc, capsys):
     # a selection: its vectors are some of the SVC's support vectors
     sv = {tuple(v) for v in svc.support_vectors_}
     assert all(tuple(v) in sv for v in np.asarray(small.expansion.vectors))
+
+
+def test_quiet_does_not_outlive_the_call(capsys):
+    """``--quiet`` silences the progress bars of that call only: an in-process main()
+    (a test, a notebook) must not switch them off for later fits."""
+    from sparsekm.utils import progress
+
+    assert progress._QUIET is False
+    assert main(["--quiet", "info"]) == 0
+    assert progress._QUIET is False
+    capsys.readouterr()

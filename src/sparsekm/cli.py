@@ -1333,14 +1333,18 @@ def main(argv=None):
     if args.command is None:
         parser.print_help()
         return 2
-    if args.quiet:
-        from .utils.progress import set_quiet
+    from .utils import progress
 
-        set_quiet(True)
-    with warnings.catch_warnings():
-        if not args.debug:
-            warnings.showwarning = _warning_printer(args.quiet)
-        return _run(args)
+    quiet_before = progress._QUIET
+    if args.quiet:
+        progress.set_quiet(True)
+    try:
+        with warnings.catch_warnings():
+            if not args.debug:
+                warnings.showwarning = _warning_printer(args.quiet)
+            return _run(args)
+    finally:  # main() called in a process that goes on (tests, notebooks): no lasting switch
+        progress.set_quiet(quiet_before)
 
 
 def _run(args):
