@@ -533,3 +533,122 @@ def test_one_term_gaussian_matches_engine_iteration(rng, float32):
                                        float32=float32)
     assert n_p <= n_it
     np.testing.assert_allclose(sp, s, rtol=1e-6 if float32 else 1e-9)
+
+
+def _one_vs_one_coef(rng, n_classes=6, n_per_class=30):
+    """Coefficients shaped like a one-vs-one SVC's shared expansion: rows class by class,
+    a row of class c non-zero only in (some of) the pairs that contain c."""
+    pairs = [(a, b) for a in range(n_classes) for b in range(a + 1, n_classes)]
+    G = np.zeros((n_classes * n_per_class, len(pairs)))
+    for c in range(n_classes):
+        rows = slice(c * n_per_class, (c + 1) * n_per_class)
+        for j, p in enumerate(pairs):
+            if c in p:
+                G[rows, j] = rng.normal(size=n_per_class) * (rng.random(n_per_class) < 0.5)
+    return G
+
+
+@pytest.fixture
+def small_block_cost(monkeypatch):
+    """A run's own cost scaled to these small test matrices (4096 elements by default)."""
+    import sparsekm.reduced_set._one_term as one_term
+    monkeypatch.setattr(one_term, "_BLOCK_COST", 64)
+
+
+def test_row_blocks_of_one_vs_one_coefficients(rng, small_block_cost):
+    """One run per class, zero outside its columns; the products equal the dense ones."""
+    from sparsekm.reduced_set._one_term import _Products, row_blocks
+
+    G = _one_vs_one_coef(rng, n_classes=7)
+    blocks = row_blocks(G)
+    # one run per class (a row whose non-zeros all lie in the previous class's pairs may
+    # join that run), covering every row in order
+    assert len(blocks) == 7 and blocks[0][0] == 0 and blocks[-1][1] == G.shape[0]
+    assert all(b0[1] == b1[0] for b0, b1 in zip(blocks[:-1], blocks[1:]))
+    assert all(abs(a - 30 * c) <= 3 for c, (a, _, _) in enumerate(blocks))
+    for a, b, cols in blocks:
+        assert cols.size <= 6  # the 6 pairs of one class out of 21
+        rest = np.ones(G.shape[1], dtype=bool)
+        rest[cols] = False
+        assert not np.any(G[a:b][:, rest])
+    K, F = rng.random((G.shape[0], 3)), rng.normal(size=(G.shape[1], 3))
+    prod = _Products(G, blocks)
+    np.testing.assert_allclose(prod.gt(K), G.T @ K, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(prod.g(F), G @ F, rtol=1e-13, atol=1e-13)
+    # dense coefficients and a single output: no blocks (the dense products are used)
+    assert row_blocks(rng.normal(size=(50, 6))) is None
+    assert row_blocks(G[:, :1]) is None
+
+
+def test_one_term_gaussian_blocks_equal_dense(rng, small_block_cost):
+    from sparsekm.reduced_set._one_term import one_term_gaussian, row_blocks
+
+    G = _one_vs_one_coef(rng)
+    Y = rng.normal(size=(G.shape[0], 3))
+    blocks = row_blocks(G)
+    assert blocks is not None
+    for float32 in (False, True):
+        kw = dict(max_iter=500, tol=1e-10, float32=float32, random_state=np.random.default_rng(0))
+        z0, s0, n0, e0 = one_term_gaussian(0.5, Y, G, Y[:4], **kw)
+        kw["random_state"] = np.random.default_rng(0)
+        z1, s1, n1, e1 = one_term_gaussian(0.5, Y, G, Y[:4], blocks=blocks, **kw)
+        np.testing.assert_allclose(s1, s0, rtol=1e-9)
+        np.testing.assert_allclose(z1, z0, atol=1e-5)
+
+
+def _plain_step(gamma, Y, G, z):
+    """One step of eq. 19 for the Gaussian kernel: (T / S, S) at ``z``."""
+    K = np.exp(-gamma * np.sum((Y - z) ** 2, axis=1))
+    F = G.T @ K
+    M = K * (G @ F)
+    return M @ Y / M.sum(), float(F @ F)
+
+
+def test_one_term_gaussian_damps_a_two_cycle(monkeypatch):
+    """With coefficients of both signs eq. 19 can cycle between two points forever; a
+    reversing start is moved by half its step and reaches a fixed point of eq. 19."""
+    import sparsekm.reduced_set._one_term as one_term
+
+    rng = np.random.default_rng(48)  # a configuration on which the plain iteration cycles
+    Y, G = rng.normal(size=(6, 2)), rng.normal(size=(6, 1))
+    kw = dict(max_iter=200, tol=1e-10, prune=False)
+    monkeypatch.setattr(one_term, "_REVERSAL", -2.0)  # never: the plain iteration
+    z_p, s_p, n_p, _ = one_term.one_term_gaussian(0.5, Y, G, Y[:1], **kw)
+    assert n_p == 200  # ran to max_iter
+    z_cycle = z_p
+    z_next, _ = _plain_step(0.5, Y, G, z_cycle)
+    z_back, _ = _plain_step(0.5, Y, G, z_next)
+    assert np.linalg.norm(z_next - z_cycle) > 1e-2  # a real cycle, not slow convergence
+    np.testing.assert_allclose(z_back, z_cycle, atol=1e-6)
+    monkeypatch.undo()
+    z, s, n_it, _ = one_term.one_term_gaussian(0.5, Y, G, Y[:1], **kw)
+    assert n_it < 50 and s > s_p
+    z_fix, s_fix = _plain_step(0.5, Y, G, z)
+    np.testing.assert_allclose(z_fix, z, atol=1e-4)  # a fixed point of eq. 19
+    np.testing.assert_allclose(s, s_fix, rtol=1e-8)
+
+
+def test_one_term_gaussian_without_reversals_moves_as_before(rng, monkeypatch):
+    """Positive coefficients (mean shift): no step reverses, so the iterates are exactly
+    those of the plain eq. 19."""
+    import sparsekm.reduced_set._one_term as one_term
+
+    Y, G = rng.normal(size=(40, 3)), np.abs(rng.normal(size=(40, 2)))
+    kw = dict(max_iter=300, tol=1e-12, prune=False)
+    out = one_term.one_term_gaussian(0.4, Y, G, Y[:5], **kw)
+    monkeypatch.setattr(one_term, "_REVERSAL", -2.0)
+    plain = one_term.one_term_gaussian(0.4, Y, G, Y[:5], **kw)
+    np.testing.assert_array_equal(out[0], plain[0])
+    np.testing.assert_array_equal(out[3], plain[3])
+    assert out[2] == plain[2]
+
+
+def test_one_term_gaussian_vanishing_objective_restarts():
+    """S = 0 everywhere (two copies of one vector with opposite signs): every start is
+    restarted (the |G| test), the solver returns after max_iter with S = 0."""
+    from sparsekm.reduced_set._one_term import one_term_gaussian
+
+    Y = np.array([[0.0, 1.0], [0.0, 1.0], [2.0, 0.0]])
+    G = np.array([[1.0], [-1.0], [0.0]])
+    z, s, n_it, _ = one_term_gaussian(0.5, Y, G, Y[:2], max_iter=7)
+    assert n_it == 7 and s == 0.0

@@ -23,7 +23,7 @@ from ..utils.optimize import lbfgs_relative
 from ..utils.progress import progress
 from ..utils.validation import check_scalar
 from ._base import ReducedSetResult, _check_expansion, _coef2d, _solve_kz
-from ._one_term import one_term_gaussian, one_term_shared
+from ._one_term import one_term_gaussian, one_term_shared, row_blocks
 from .selection import _warn_more_than_terms
 
 __all__ = ["construct", "refine", "phase2_objective"]
@@ -43,6 +43,10 @@ _FAST_GAUSSIAN = True
 _OBJ_TOL = 1e-6
 _PRUNE = True
 _FLOAT32 = True
+#: The products with the coefficients by row blocks where they are block-sparse (one-vs-one
+#: machines, :func:`~sparsekm.reduced_set._one_term.row_blocks`); ``False``: dense products
+#: (the benchmarks' "previous" phase 1, with ``_one_term._REVERSAL = -2``).
+_ROW_BLOCKS = True
 #: L-BFGS iterations of the orthogonal step's polish (``step="orthogonal"``).
 _POLISH_MAX_ITER = 50
 #: The orthogonal step's denominator ``k(z, z) - k_z^T (K^z)^-1 k_z`` is floored at this
@@ -191,6 +195,9 @@ def _construct_block(kernel, X, A, n_vectors, *, n_init, max_iter, tol_step, tol
     path = []
     n_iter_total = 0
     fast = _FAST_GAUSSIAN and type(_base(kernel)) is RBF
+    # one-vs-one coefficients are zero outside each class's pairs: products by row blocks
+    a_blocks = (row_blocks(A) if _ROW_BLOCKS and fast and not isinstance(kernel, DeviceKernel)
+                else None)
 
     def one_term(Zo, Bo, Kzo, Kco, extra=None):
         """Best z for the residual Psi - sum_j Bo_j Phi(Zo_j) (eq. 76-77), n_iter."""
@@ -212,9 +219,12 @@ def _construct_block(kernel, X, A, n_vectors, *, n_init, max_iter, tol_step, tol
         if extra is not None:
             starts = np.vstack([extra[None, :], starts])
         if fast:
+            blocks = a_blocks
+            if a_blocks is not None and Zo.shape[0]:  # the rows -Bo of the vectors so far
+                blocks = a_blocks + [(N, N + Zo.shape[0], np.arange(n_out))]
             z, _, n_it, ends = one_term_gaussian(kernel.gamma, Y, Gm, starts, max_iter=max_iter,
                                                  tol=_OBJ_TOL, prune=_PRUNE, float32=_FLOAT32,
-                                                 random_state=rng, kernel=kernel)
+                                                 random_state=rng, kernel=kernel, blocks=blocks)
         elif n_out == 1:
             # ||Psi_m||^2 = A'KA - 2 Bo'K(Zo, X)A + Bo'K^z Bo: O(|Zo| N d), not O(N^2 d).
             r2 = norm2[0]
