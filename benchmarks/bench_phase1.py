@@ -18,9 +18,15 @@ vectors). Each row: CPU seconds of phase 1 (``construct(..., shared=True)``, no 
 its fixed-point iterations, objective ``sum_k ||Psi_k - Psi'_k||^2`` and test error, for
 ``--seeds`` seeds. Writes ``benchmarks/results/phase1.json``.
 
+``--ida banana,image,titanic`` instead: the single-output case of the Wu et al. tables'
+RS cells (Rätsch's SVM per IDA split 1-10, ``construct`` to 5 % of its SVs, seeds 0-2,
+both codes), recording the construction's own objective ``||Psi - Psi'||^2 / ||Psi||^2``
+(eq. 4) and the test error with the SVM's threshold; written under ``"ida"``.
+
 Usage::
 
     OMP_NUM_THREADS=1 nice python benchmarks/bench_phase1.py
+    OMP_NUM_THREADS=1 nice python benchmarks/bench_phase1.py --ida banana,image,titanic
 """
 
 from __future__ import annotations
@@ -63,6 +69,48 @@ def _case(name):
     return svc, time.process_time() - t, Xte, yte, "ovo", 300
 
 
+def _ida(name, ratio, n_seeds):
+    """Both codes on the single-output RS cells of one IDA set (splits 1-10)."""
+    import warnings
+
+    from sklearn.svm import SVC
+
+    from sparsekm.datasets import load_ida
+    from sparsekm.interop import expansion_from_estimator
+    from sparsekm.reduced_set import construct
+    from sparsekm.reproduce.slmc import IDA_SVM_PARAMS
+    C, sigma = IDA_SVM_PARAMS[name]
+    rows = []
+    for split in range(1, 11):
+        Xtr, ytr, Xte, yte = load_ida(name, split)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            svc = SVC(C=C, gamma=1.0 / sigma).fit(Xtr, ytr)
+        psi = expansion_from_estimator(svc)
+        n_z = max(1, int(round(ratio * psi.n_terms)))
+        for seed in range(n_seeds):
+            for after in (False, True):
+                _switch(after)
+                r = construct(psi, n_z, random_state=seed)
+                f = r.expansion.decision_function(Xte) + svc.intercept_[0]
+                rows.append({"split": split, "seed": seed, "n_z": n_z,
+                             "code": "after" if after else "before",
+                             "objective_rel": float(np.sum(r.objective) / np.sum(r.norm2)),
+                             "test_error": float(np.mean(np.where(f >= 0, 1, -1) != yte))})
+    _switch(True)
+    out = {"ratio": ratio, "rows": rows}
+    for code in ("before", "after"):
+        sel = [r for r in rows if r["code"] == code]
+        out[code] = {k: float(np.mean([r[k] for r in sel])) for k in ("objective_rel",
+                                                                        "test_error")}
+    b = np.array([r["objective_rel"] for r in rows if r["code"] == "before"])
+    a = np.array([r["objective_rel"] for r in rows if r["code"] == "after"])
+    out["after_lower_objective"] = int(np.sum(a < b * (1 - 1e-9)))
+    out["after_higher_objective"] = int(np.sum(a > b * (1 + 1e-9)))
+    print(name, json.dumps({k: v for k, v in out.items() if k != "rows"}), flush=True)
+    return out
+
+
 def main(argv=None):
     from sparsekm.interop import expansion_from_estimator
     from sparsekm.multiclass import ovr_decision_function
@@ -71,10 +119,20 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--cases", default="digits,usps,virtual_10000,virtual_30000")
     p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--ida", default=None, help="comma-separated IDA sets (see above)")
+    p.add_argument("--ratio", type=float, default=0.05)
     p.add_argument("--out", default=str(OUT))
     args = p.parse_args(argv)
     out = Path(args.out)
-    res = {"timing": "CPU seconds (time.process_time) of one process",
+    if args.ida:
+        res = json.loads(out.read_text()) if out.exists() else {}
+        res["ida"] = {name: _ida(name, args.ratio, args.seeds) for name in args.ida.split(",")}
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(res, indent=1))
+        return res
+    res = json.loads(out.read_text()) if out.exists() else {}
+    res = {"ida": res["ida"]} if "ida" in res else {}
+    res |= {"timing": "CPU seconds (time.process_time) of one process",
            "omp_num_threads": os.environ.get("OMP_NUM_THREADS"), "cases": {}}
     for name in args.cases.split(","):
         svc, svc_s, Xte, yte, scheme, budget = _case(name)

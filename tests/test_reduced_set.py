@@ -652,3 +652,18 @@ def test_one_term_gaussian_vanishing_objective_restarts():
     G = np.array([[1.0], [-1.0], [0.0]])
     z, s, n_it, _ = one_term_gaussian(0.5, Y, G, Y[:2], max_iter=7)
     assert n_it == 7 and s == 0.0
+
+
+def test_construct_one_vs_one_blocks_match_dense(rng, small_block_cost, monkeypatch):
+    """construct() on one-vs-one-shaped coefficients: the row-block products give the
+    same reduced set as the dense ones (to rounding) for the first terms."""
+    from sparsekm.reduced_set import construction
+
+    G = _one_vs_one_coef(rng)
+    psi = KernelExpansion(rng.normal(size=(G.shape[0], 4)), G, RBF(0.3))
+    assert construction.row_blocks(np.asarray(psi.coef)) is not None  # the blocks are used
+    r_blocks = construct(psi, 4, shared=True, random_state=0)
+    monkeypatch.setattr(construction, "_ROW_BLOCKS", False)
+    r_dense = construct(psi, 4, shared=True, random_state=0)
+    np.testing.assert_allclose(r_blocks.objective_path, r_dense.objective_path, rtol=1e-6)
+    np.testing.assert_allclose(r_blocks.expansion.vectors, r_dense.expansion.vectors, atol=1e-3)
