@@ -1,6 +1,7 @@
 """Tests of the reduced-set functions (sparsekm.reduced_set)."""
 
 import itertools
+import re
 import warnings
 
 import numpy as np
@@ -667,3 +668,32 @@ def test_construct_one_vs_one_blocks_match_dense(rng, small_block_cost, monkeypa
     r_dense = construct(psi, 4, shared=True, random_state=0)
     np.testing.assert_allclose(r_blocks.objective_path, r_dense.objective_path, rtol=1e-6)
     np.testing.assert_allclose(r_blocks.expansion.vectors, r_dense.expansion.vectors, atol=1e-3)
+
+
+@pytest.mark.parametrize("method, kwargs", [
+    ("construct", {"lam": 0.1}),
+    ("construct+refine", {"c": "uniform"}),
+    ("select-kpca", {"n_sweeps": 2}),
+    ("select-l1", {"step": "orthogonal"}),
+    ("construct", {"refine_max_iter": 50}),
+])
+def test_options_of_another_method_are_refused(rng, method, kwargs):
+    """reduce_expansion and the estimators refuse an option that the method would ignore."""
+    from sklearn.svm import SVC
+
+    from sparsekm.models import ReducedSetClassifier
+    from sparsekm.reduced_set import reduce_expansion
+
+    psi = _expansion(rng, n=20, d=3, n_out=1, kernel=RBF(0.7))
+    name = next(iter(kwargs))
+    with pytest.raises(ValueError, match=f"{name}=.* no effect with method='{re.escape(method)}'"):
+        reduce_expansion(psi, 3, method=method, **kwargs)
+    X = rng.normal(size=(40, 3))
+    y = (X[:, 0] > 0).astype(int)
+    svc = SVC(gamma=0.7).fit(X, y)
+    with pytest.raises(ValueError, match=f"ReducedSetClassifier.*{name}="):
+        ReducedSetClassifier(svc, n_vectors=3, method=method, **kwargs).fit(X, y)
+    # the same option is accepted by the method it belongs to
+    own = {"lam": "select-l1", "c": "select-l1", "n_sweeps": "construct",
+           "step": "construct", "refine_max_iter": "construct+refine"}[name]
+    reduce_expansion(psi, 3, method=own, **kwargs)

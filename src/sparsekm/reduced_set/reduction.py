@@ -33,6 +33,33 @@ def _check_method(method, owner):
             "instead.")
 
 
+_CONSTRUCT = ("construct", "construct+refine")
+
+
+def _check_applicable(method, c, lam, refine_max_iter, n_sweeps, step, owner):
+    """Options of another method are refused, never silently ignored."""
+    given = []
+    if method != "select-l1":
+        if lam is not None:
+            given.append(f"lam={lam!r}")
+        if c != "inverse":
+            given.append(f"c={c!r}")
+    if method not in _CONSTRUCT:
+        if n_sweeps != 0:
+            given.append(f"n_sweeps={n_sweeps!r}")
+        if step != "one-term":
+            given.append(f"step={step!r}")
+    if method != "construct+refine" and refine_max_iter != 300:
+        given.append(f"refine_max_iter={refine_max_iter!r}")
+    if given:
+        raise ValueError(
+            f"{owner}: {', '.join(given)} {'has' if len(given) == 1 else 'have'} no effect "
+            f"with method={method!r} and would be ignored (lam and c: 'select-l1'; n_sweeps "
+            "and step: 'construct' and "
+            "'construct+refine'; refine_max_iter: 'construct+refine'); leave it at its default "
+            "or choose that method.")
+
+
 def _l1_multi_for_size(expansion, n_vectors, c):
     """``select_l1_multi`` with exactly ``n_vectors`` shared vectors (a lambda path)."""
     return select_l1_multi(expansion, n_vectors=n_vectors, c=c, max_iter=5000, tol=1e-6)
@@ -109,6 +136,7 @@ def reduce_many(expansions, n_vectors, *, method="construct", c="inverse", lam=N
     [4, 4, 4]
     """
     _check_method(method, "reduce_many")
+    _check_applicable(method, c, lam, refine_max_iter, n_sweeps, step, "reduce_many")
     check_scalar(n_vectors, "n_vectors", "reduce_many", kind="int", lower=1)
     expansions = list(expansions)
     for e in expansions:
@@ -232,6 +260,7 @@ def reduce_expansion(expansion, n_vectors, *, method="construct", shared=False, 
     ReducedSetResult
     """
     _check_method(method, "reduce_expansion")
+    _check_applicable(method, c, lam, refine_max_iter, n_sweeps, step, "reduce_expansion")
     if type(expansion).__name__ == "DaskExpansion":
         from .distributed import construct_distributed
 
