@@ -178,23 +178,16 @@ def row_blocks(G):
             sorted({max(1, round(n_out ** (k / 64))) for k in range(64)}))
     best = None
     for cap in caps:
-        cuts, cur = [0], 0
+        runs, start, cur = [], 0, 0  # runs: (start, stop, column bits)
         for i, m in enumerate(masks):
-            u = cur | m
-            if u.bit_count() > cap and cur:
-                cuts.append(i)
-                if len(cuts) > _MAX_ROW_BLOCKS:
+            if (cur | m).bit_count() > cap and cur:
+                runs.append((start, i, cur))
+                if len(runs) >= _MAX_ROW_BLOCKS:
                     break
-                u = m
-            cur = u
+                start, cur = i, 0
+            cur |= m
         else:
-            cuts.append(len(masks))
-            runs = []
-            for start, stop in zip(cuts[:-1], cuts[1:]):
-                u = 0
-                for m in masks[start:stop]:
-                    u |= m
-                runs.append((start, stop, u))
+            runs.append((start, len(masks), cur))
             work = sum((b - a) * u.bit_count() + _BLOCK_COST for a, b, u in runs)
             if best is None or work < best[0]:
                 best = (work, runs)
