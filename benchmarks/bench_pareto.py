@@ -704,9 +704,8 @@ def _method_deps():
     tuned = (_c_variants,)
     return {"slmc": tuned, "approx_svc": tuned, "slmc_shared": tuned + (m_slmc_shared_c,),
             "slmc_shared_rs": tuned + (m_slmc_shared_c,),
-            "compress_auto": (cm.compress, cm._Candidates, cm._fixed_z_linear_svm,
-                              cm.nystroem_features, cm.nystroem_normalization,
-                              cm.construct_prefixes)}
+            # the whole module: its constants (time limit, C grid, C_SEARCH_ROWS) too
+            "compress_auto": (cm,)}
 
 
 def _cell_key(name, method, budget, ctx, src, n_folds):

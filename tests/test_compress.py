@@ -475,3 +475,127 @@ def test_bad_construction_settings_are_refused(moons):
         with pytest.raises(ValueError, match=f"'{name}' parameter of compress"):
             sparsekm.compress(svc, Xv, yv, n_vectors=5, X_train=Xtr, y_train=ytr,
                               method=["construct", "kmeans-svm"], **kw)
+
+
+def test_linear_c_search_on_a_subsample_then_all_rows(blobs, monkeypatch):
+    """Above ``C_SEARCH_ROWS`` fit rows the fixed-Z linear SVMs try their C values on a
+    stratified subsample; the model returned is the chosen C fitted on *all* rows
+    (scikit-learn's Nystroem k-means + LinearSVC on the whole training set), and the
+    reported validation error is that model's."""
+    import importlib
+
+    from sklearn.cluster import KMeans
+    from sklearn.kernel_approximation import Nystroem
+    from sklearn.svm import LinearSVC
+
+    cm = importlib.import_module("sparsekm.compress")  # the module (the package exports
+    # the function under the same name)
+    ovo, Xtr, ytr, Xv, yv, Xte, yte = blobs
+    monkeypatch.setattr(cm, "C_SEARCH_ROWS", 80)
+    seen = []  # (features, labels) of every LinearSVC fit
+    orig = LinearSVC.fit
+    monkeypatch.setattr(LinearSVC, "fit", lambda self, F, y, *a, **k: (
+        seen.append((np.asarray(F), np.asarray(y))), orig(self, F, y, *a, **k))[1])
+    small = sparsekm.compress(ovo, Xv, yv, n_vectors=12, X_train=Xtr, y_train=ytr,
+                              method="kmeans-svm", random_state=3)
+    row = _check_choice(small, Xv, yv)
+    assert "C chosen on 80 of 200 rows, then fitted on all" in row["reason"]
+    # four C values on 80 stratified rows, then one fit on all 200 (twice: the
+    # uniform-subset SVM is built too, as the reference of the "worse than Nystrom" check)
+    n_C = len(cm.C_GRID)
+    assert [F.shape[0] for F, _ in seen] == ([80] * n_C + [200]) * 2
+    assert _rows(small)[-1]["method"] == "uniform-svm"
+    F_sub, y_sub = seen[0]
+    assert all(np.array_equal(F, F_sub) and np.array_equal(y, y_sub) for F, y in seen[:n_C])
+    share = np.bincount(ytr, minlength=4) / ytr.size
+    assert np.all(np.abs(np.bincount(y_sub, minlength=4) - 80 * share) <= 1)  # stratified
+    # the returned model: the chosen C on all rows, exactly the peer's pipeline
+    C = float(row["variant"].split("=")[1])
+    centres = KMeans(n_clusters=12, n_init=1, random_state=small.random_state).fit(
+        Xtr).cluster_centers_
+    ny = Nystroem(kernel="rbf", gamma=0.2, n_components=12,
+                  random_state=small.random_state).fit(centres)
+    np.testing.assert_array_equal(seen[n_C][0], ny.transform(Xtr))
+    svm = LinearSVC(C=C, max_iter=5000, random_state=small.random_state).fit(
+        ny.transform(Xtr), ytr)
+    np.testing.assert_allclose(small.decision_function(Xte),
+                               svm.decision_function(ny.transform(Xte)), rtol=1e-9, atol=1e-9)
+    # and C is the one whose subsample fit had the lowest validation error (ties: first)
+    errs = [float(np.mean(LinearSVC(C=c, max_iter=5000, random_state=small.random_state)
+                          .fit(F_sub, y_sub).predict(ny.transform(Xv)) != yv))
+            for c in cm.C_GRID]
+    assert C == cm.C_GRID[int(np.argmin(errs))]
+    # at or below the threshold nothing changes: every C on all rows, no note
+    monkeypatch.setattr(cm, "C_SEARCH_ROWS", 200)
+    seen.clear()
+    again = sparsekm.compress(ovo, Xv, yv, n_vectors=12, X_train=Xtr, y_train=ytr,
+                              method="kmeans-svm", random_state=3)
+    assert [F.shape[0] for F, _ in seen] == [200] * n_C * 2
+    assert "C chosen" not in _rows(again)[again.compress_report_["chosen"]]["reason"]
+
+
+def test_linear_c_search_subsample_inside_cv_folds(blobs, monkeypatch):
+    """Without validation data the folds search C on their subsamples and the final model
+    is fitted once on all training rows."""
+    import importlib
+
+    from sklearn.svm import LinearSVC
+
+    cm = importlib.import_module("sparsekm.compress")
+    ovo, Xtr, ytr, *_ = blobs
+    monkeypatch.setattr(cm, "C_SEARCH_ROWS", 60)
+    seen = _spy_fits(monkeypatch, [(LinearSVC, "fit")])
+    small = sparsekm.compress(ovo, n_vectors=12, X_train=Xtr, y_train=ytr,
+                              method="uniform-svm", random_state=0, cv=3)
+    sizes = [X.shape[0] for _, X in seen]
+    assert sizes == [60] * (3 * len(cm.C_GRID)) + [200]
+    row = _rows(small)[small.compress_report_["chosen"]]
+    assert "C chosen on 60 of 134 rows, then fitted on all" in row["reason"]
+
+
+def test_no_candidate_started_with_less_time_left_than_the_first_took(blobs, monkeypatch):
+    """A candidate is skipped when less of the time limit is left than the first candidate
+    took (it would run far past the limit), and the default limit is
+    ``max(TIME_LIMIT_FACTOR * first, TIME_LIMIT_FLOOR)``. A fake clock: every build takes
+    one 'second'."""
+    import importlib
+    import types
+
+    cm = importlib.import_module("sparsekm.compress")
+    clock = [0.0]
+    monkeypatch.setattr(cm, "time", types.SimpleNamespace(perf_counter=lambda: clock[0]))
+    build = cm._Candidates.build
+
+    def one_second(self, *a, **k):
+        out = build(self, *a, **k)
+        clock[0] += 1.0
+        return out
+    monkeypatch.setattr(cm._Candidates, "build", one_second)
+    ovo, Xtr, ytr, Xv, yv, Xte, yte = blobs
+    # construct: two variants (thresholds kept / refitted) = 2 s; then 3 s are left of 5:
+    # construct+refine (2 s) runs, leaving 1 s < 2 s, so the rest is skipped
+    small = sparsekm.compress(ovo, Xv, yv, n_vectors=6, X_train=Xtr, y_train=ytr,
+                              time_limit=5.0, random_state=0, **_cheap())
+    rows = _rows(small)
+    assert [r["method"] for r in rows[:2]] == ["construct", "construct+refine"]
+    assert [r["seconds"] for r in rows[:2]] == [2.0, 2.0]
+    assert all(r["status"] in ("ok", "chosen") for r in rows[:2])
+    rest = rows[2:]
+    assert [r["method"] for r in rest][:4] == list(AUTO_METHODS[2:])
+    assert all(r["status"] == "skipped" and r["reason"] == "time limit 5 s: 1 s left, less "
+               "than the first candidate's 2 s" for r in rest)
+    # the default: the floor here (3 x 2 s < 300 s): nothing skipped
+    monkeypatch.setattr(cm, "TIME_LIMIT_FLOOR", 7.0)
+    clock[0] = 0.0
+    small = sparsekm.compress(ovo, Xv, yv, n_vectors=6, X_train=Xtr, y_train=ytr,
+                              random_state=0, **_cheap())
+    assert small.compress_report_["time_limit"] == 7.0
+    rows = _rows(small)
+    # 5 s left of 7 after construct, 3 s after construct+refine: uniform-svm starts
+    assert [r["method"] for r in rows[:3]] == list(AUTO_METHODS[:3])
+    assert all(r["status"] in ("ok", "chosen") for r in rows[:3])
+    monkeypatch.setattr(cm, "TIME_LIMIT_FLOOR", 1.0)
+    clock[0] = 0.0
+    small = sparsekm.compress(ovo, Xv, yv, n_vectors=6, X_train=Xtr, y_train=ytr,
+                              random_state=0, **_cheap())
+    assert small.compress_report_["time_limit"] == cm.TIME_LIMIT_FACTOR * 2.0

@@ -1042,7 +1042,7 @@ def add_compress_options(p):
                         "made by 3-fold CV inside TRAIN")
     g.add_argument("--time-limit", type=float, default=None, metavar="S",
                    help="with --validation/--train: skip costlier candidates once S seconds "
-                        "are spent (default 20x the first candidate, at least 60 s)")
+                        "are spent (default 3x the first candidate, at least 300 s)")
     g.add_argument("--plot", default=None,
                    help="with --validation/--train: figure of the candidates (default: "
                         "OUTPUT with .png)")

@@ -179,10 +179,13 @@ def construct_prefixes(psi, n_max, *, shared=False, n_init=5, max_iter=200, rand
 # -- the report ----------------------------------------------------------------------
 #: Default tolerance when neither ``n_vectors`` nor ``max_error_increase`` is given.
 DEFAULT_MAX_ERROR_INCREASE = 0.005
-#: Default ``time_limit``: this multiple of the first candidate's build seconds ...
-TIME_LIMIT_FACTOR = 20.0
-#: ... but at least this many seconds.
-TIME_LIMIT_FLOOR = 60.0
+#: Default ``time_limit``: this multiple of the first candidate's build seconds (phase 1
+#: of the shared construction: 0.2-0.75x the SVC's own fit at 250 vectors on 6-7 * 10^4
+#: points, so that there the default call stays within about three SVC fits) ...
+TIME_LIMIT_FACTOR = 3.0
+#: ... but at least this many seconds (on small sets phase 1 takes seconds; five minutes
+#: leave every candidate, SLMC included, its C search).
+TIME_LIMIT_FLOOR = 300.0
 #: C values tried (on validation) by every direct method (the same grid as the peers of
 #: ``benchmarks/bench_pareto.py``).
 C_GRID = (0.1, 1.0, 10.0, 100.0)
@@ -193,6 +196,12 @@ WARN_MARGIN = 0.02
 #: L1 path cut at a handful of support vectors per pair keeps no usable machine (84 % test
 #: error at 5 per pair on a one-vs-one SVC, 64 % on USPS at 25 per class).
 MIN_L1_PER_MACHINE = 10
+#: The fixed-Z linear SVMs (uniform-, kmeans-, greedy-svm) on more fit rows than this
+#: search their C on a stratified subsample of this many rows; the chosen C is then fitted
+#: once on all rows (its validation error is the one reported and compared). A LinearSVC
+#: fit costs about linearly in the rows, so at 59,049 rows the four C values cost about as
+#: much as one fit on all rows, instead of four.
+C_SEARCH_ROWS = 10_000
 #: Stratified folds when no validation data is given.
 DEFAULT_CV = 3
 #: ``method="auto"``: candidates from cheap to costly.
@@ -200,6 +209,7 @@ AUTO_METHODS = ("construct", "construct+refine", "uniform-svm", "kmeans-svm", "g
                 "slmc")
 _RS_METHODS = ("construct", "construct+refine", "select-kpca", "select-backward", "select-l1")
 _DIRECT_METHODS = ("uniform-svm", "kmeans-svm", "greedy-svm", "slmc")
+_LINEAR_METHODS = ("uniform-svm", "kmeans-svm", "greedy-svm")
 METHOD_LABELS = {
     "construct": "shared RS construction (phase 1)",
     "construct+refine": "RS construction + joint refine (phase 2)",
@@ -572,7 +582,27 @@ class _Candidates:
         split.cache[key] = red
         return red
 
-    def build(self, split, method, b, variant):
+    def c_search_rows(self, split):
+        """Rows of ``split.X_fit`` the linear candidates' C values are fitted on: all of
+        them up to ``C_SEARCH_ROWS``, else a stratified subsample of that many (sorted)."""
+        n = split.X_fit.shape[0]
+        if n <= C_SEARCH_ROWS:
+            return None
+        if "c_rows" not in split.cache:
+            from sklearn.model_selection import train_test_split
+            idx = np.arange(n)
+            try:
+                keep = train_test_split(idx, train_size=C_SEARCH_ROWS, stratify=split.y_fit,
+                                        random_state=self.seed)[0]
+            except ValueError:  # a class too small to stratify: a plain uniform draw
+                keep = check_random_state(self.seed).choice(n, C_SEARCH_ROWS, replace=False)
+            split.cache["c_rows"] = np.sort(keep)
+        return split.cache["c_rows"]
+
+    def build(self, split, method, b, variant, all_rows=False):
+        """The candidate ``method`` at budget ``b`` with ``variant`` fitted on
+        ``split.X_fit`` (a linear candidate's C search on :meth:`c_search_rows` unless
+        ``all_rows``)."""
         exact = split.exact
         if method in _RS_METHODS:
             red = self.rs(split, method, b)
@@ -624,6 +654,9 @@ class _Candidates:
                 Z, M, transform = nystroem_features(self.kernel, Z, self.seed)
             split.cache[key] = (Z, M, transform)
         Z, M, transform = split.cache[key]
+        rows = None if all_rows else self.c_search_rows(split)
+        if rows is not None:
+            X, y = X[rows], y[rows]
         return _like(self.exact0, _fixed_z_linear_svm(self.kernel, Z, M, transform, X, y, C,
                                                       self.seed), scheme)
 
@@ -715,11 +748,12 @@ def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increas
     X_train, y_train : array-like, optional
         The original's training data (for the direct methods and re-fitted thresholds).
     time_limit : float, optional
-        Seconds. Candidates not started when it is spent are skipped, a candidate's C
-        values not yet tried are cut, and an SLMC fit running at that moment stops after
+        Seconds. Candidates not started when it is spent, or when less of it is left
+        than the first candidate took, are skipped, a candidate's C values not yet tried
+        are cut, and an SLMC fit running at that moment stops after
         its current L-BFGS iteration, keeping the best ``Z`` so far (the report says so).
-        Default: ``TIME_LIMIT_FACTOR`` (20) times the first candidate's build seconds, at
-        least ``TIME_LIMIT_FLOOR`` (60 s).
+        Default: ``TIME_LIMIT_FACTOR`` (3) times the first candidate's build seconds, at
+        least ``TIME_LIMIT_FLOOR`` (300 s).
     random_state : int, RandomState instance or None
     shared : bool, default=True
         Reduced-set candidates of a multi-class machine: one set shared by all binary
@@ -859,6 +893,7 @@ def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increas
                             target_error=float("nan") if tol is None else full_error + tol,
                             time_limit=float("nan"))
     limit = [time_limit]
+    first = [None]  # the first candidate's build seconds (the unit of the time limit)
     built = {}  # (method, b) -> (classifier, variant) on the final data
 
     def agreement(clf):
@@ -899,10 +934,19 @@ def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increas
     def run(m, b, reference=False):
         """Build ``m`` at budget ``b`` on every split (variant chosen on mean error) and
         on the final data; append and return its report row."""
-        if limit[0] is not None and time.perf_counter() - t_start > limit[0] and any(
-                r["status"] in ("ok", "refused") and r["n_vectors"] for r in report["rows"]):
-            return row(m, b, status="skipped",
-                       reason=f"time limit {limit[0]:.0f} s spent")
+        started = any(r["status"] in ("ok", "refused") and r["n_vectors"]
+                      for r in report["rows"])
+        if limit[0] is not None and started:
+            left = limit[0] - (time.perf_counter() - t_start)
+            if left < 0:
+                return row(m, b, status="skipped", reason=f"time limit {limit[0]:.0f} s spent")
+            if first[0] is not None and left < first[0]:
+                # every later candidate costs about as much as the first one or more
+                # (a linear SVM on all rows, an SLMC fit): one started now would run
+                # far past the limit
+                return row(m, b, status="skipped",
+                           reason=f"time limit {limit[0]:.0f} s: {left:.0f} s left, less "
+                                  f"than the first candidate's {first[0]:.0f} s")
         why = refusal(m, b)
         if why:
             return row(m, b, status="refused", reason=why)
@@ -924,7 +968,16 @@ def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increas
                     per.append(float(np.mean(clf.predict(s.X_eval) != s.y_eval)))
                 errs[v] = float(np.mean(per))
             v = min(errs, key=lambda k: errs[k])  # ties: the first listed
-            clf = fitted[(0, v)] if final is None else cands.build(final, m, b, v)
+            searched = m in _LINEAR_METHODS and any(
+                cands.c_search_rows(s) is not None for s in splits)
+            if final is None:
+                clf = fitted[(0, v)]
+                if searched:  # C chosen on the subsample: the model is the all-rows fit
+                    clf = cands.build(splits[0], m, b, v, all_rows=True)
+                    errs[v] = float(np.mean(clf.predict(splits[0].X_eval) !=
+                                            splits[0].y_eval))
+            else:
+                clf = cands.build(final, m, b, v, all_rows=True)
         except Exception as exc:  # a candidate failing must not sink the others
             return row(m, b, status="failed", reason=f"{type(exc).__name__}: {exc}"[:300],
                        seconds=time.perf_counter() - t0)
@@ -936,6 +989,10 @@ def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increas
                          "at the deadline before L-BFGS converged")
         if cut:
             notes.append(f"time limit: {', '.join(cut)} not tried")
+        if searched:
+            n_fit = max(s.X_fit.shape[0] for s in splits)
+            notes.append(f"C chosen on {C_SEARCH_ROWS:,} of {n_fit:,} rows, then fitted on all"
+                         + (" (validation error of that fit)" if final is None else ""))
         r = row(m, b, variant=v, n_vectors=n, val_error=errs[v], agreement=agreement(clf),
                 seconds=secs, status="reference" if reference else "ok",
                 reason="; ".join(notes))
@@ -945,6 +1002,8 @@ def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increas
             r.update(status="refused", reason=f"error {_pct(errs[v])} is no better than "
                      f"always predicting the most frequent class ({_pct(chance)})")
         built[len(report["rows"]) - 1] = clf
+        if first[0] is None:
+            first[0] = secs
         if limit[0] is None:
             limit[0] = max(TIME_LIMIT_FACTOR * secs, TIME_LIMIT_FLOOR)
             report["time_limit"] = float(limit[0])
