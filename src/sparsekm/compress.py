@@ -742,8 +742,10 @@ def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increas
         by all classes + ``LinearSVC``) and ``"slmc"`` (shared SLMC, Wu et al., started
         from the shared RS). Every direct method has C chosen on validation among
         ``C_GRID`` (the SLMC tries the value nearest the original's ``C`` first, the
-        SVM's C of Wu et al.'s protocol); the RS methods their thresholds (kept, or
-        re-fitted on the training data). Also ``"select-kpca"``, ``"select-backward"``, ``"select-l1"``.
+        SVM's C of Wu et al.'s protocol; on more than ``C_SEARCH_ROWS`` (10,000) fit
+        rows the linear SVMs try their C values on a stratified subsample of that many
+        rows and fit the chosen one on all rows); the RS methods their thresholds (kept,
+        or re-fitted on the training data). Also ``"select-kpca"``, ``"select-backward"``, ``"select-l1"``.
         The direct methods need ``X_train, y_train``; without them they are refused.
     X_train, y_train : array-like, optional
         The original's training data (for the direct methods and re-fitted thresholds).
