@@ -599,3 +599,29 @@ def test_no_candidate_started_with_less_time_left_than_the_first_took(blobs, mon
     small = sparsekm.compress(ovo, Xv, yv, n_vectors=6, X_train=Xtr, y_train=ytr,
                               random_state=0, **_cheap())
     assert small.compress_report_["time_limit"] == cm.TIME_LIMIT_FACTOR * 2.0
+
+
+@pytest.mark.parametrize("which", ["moons", "blobs"])
+def test_near_ties_within_one_standard_error_are_named(which, request):
+    """The report names exactly the usable candidates whose validation error is within one
+    binomial standard error of the chosen one's; the choice itself is unchanged."""
+    svc, Xtr, ytr, Xv, yv, Xte, yte = request.getfixturevalue(which)
+    small = sparsekm.compress(svc, Xv, yv, n_vectors=8, X_train=Xtr, y_train=ytr,
+                              random_state=0, **_cheap())
+    best = _check_choice(small, Xv, yv)
+    rows, chosen = _rows(small), small.compress_report_["chosen"]
+    p = best["val_error"]
+    se = np.sqrt(p * (1 - p) / yv.size)
+    expected = [r["method"] for i, r in enumerate(rows) if i != chosen
+                and r["status"] == "ok" and r["val_error"] <= p + se + 1e-12]
+    notes = [m for m in small.compress_report_["messages"] if m.startswith("near tie")]
+    if expected:
+        assert len(notes) == 1
+        named = [part.rsplit(" ", 2)[0] for part in
+                 notes[0][len("near tie: "):].split(" within ")[0].split(", ")]
+        assert named == expected
+        assert f"{100 * se:.2f} %" in notes[0] and f"{yv.size} points" in notes[0]
+    else:
+        assert notes == []
+    if which == "blobs":  # the rule fires here, so the branch above is exercised
+        assert expected, [(r["method"], r["val_error"]) for r in rows]

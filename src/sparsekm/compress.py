@@ -783,7 +783,9 @@ def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increas
     (two points) or exceeds the uniform-subset Nystrom SVM of the same budget; the
     report always gives its agreement with the original. When the budget is at least
     the original's number of distinct vectors, the original expansion is returned
-    unchanged. Tolerance mode walks the budgets ``1, 2, 4, ...`` (at each, the
+    unchanged. The report's messages name the candidates whose validation error is within
+    one binomial standard error of the chosen one's (a near tie that the validation data
+    cannot resolve; the choice rule is unchanged). Tolerance mode walks the budgets ``1, 2, 4, ...`` (at each, the
     candidates cheap to costly until one meets the target), then bisects with the
     winning method.
 
@@ -1107,6 +1109,19 @@ def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increas
                     f"{best['n_vectors']} vectors, error {_pct(best['val_error'])}, agreement "
                     f"with the original {_pct(best['agreement'])} on the "
                     + ("validation data" if X_val is not None else "training data"))
+    # a choice the validation data cannot make: other candidates within one binomial
+    # standard error of the chosen one's error (said, never acted on)
+    n_eval = int(y_val.size if X_val is not None else y_train.size)
+    p = float(best["val_error"])
+    se = float(np.sqrt(max(p * (1.0 - p), 0.0) / n_eval))
+    close = [r for i, r in enumerate(report["rows"]) if tol is None and i != chosen
+             and r["status"] == "ok" and r["budget"] == best["budget"]
+             and r["val_error"] <= p + se + 1e-12]
+    if close:
+        messages.append(
+            "near tie: " + ", ".join(f"{r['method']} {_pct(r['val_error'])}" for r in close)
+            + f" within one standard error ({_pct(se)}, {n_eval} points) of the chosen "
+            f"{_pct(p)}; the {selection} cannot tell them apart")
     clf = built[chosen]
     out = CompressedClassifier(estimator=None, n_vectors=int(best["budget"]),
                                method=best["method"] if best["method"] in _RS_METHODS else
