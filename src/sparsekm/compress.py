@@ -208,8 +208,8 @@ DEFAULT_CV = 3
 AUTO_METHODS = ("construct", "construct+refine", "uniform-svm", "kmeans-svm", "greedy-svm",
                 "slmc")
 _RS_METHODS = ("construct", "construct+refine", "select-kpca", "select-backward", "select-l1")
-_DIRECT_METHODS = ("uniform-svm", "kmeans-svm", "greedy-svm", "slmc")
 _LINEAR_METHODS = ("uniform-svm", "kmeans-svm", "greedy-svm")
+_DIRECT_METHODS = _LINEAR_METHODS + ("slmc",)
 METHOD_LABELS = {
     "construct": "shared RS construction (phase 1)",
     "construct+refine": "RS construction + joint refine (phase 2)",
@@ -1109,19 +1109,20 @@ def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increas
                     f"{best['n_vectors']} vectors, error {_pct(best['val_error'])}, agreement "
                     f"with the original {_pct(best['agreement'])} on the "
                     + ("validation data" if X_val is not None else "training data"))
-    # a choice the validation data cannot make: other candidates within one binomial
-    # standard error of the chosen one's error (said, never acted on)
-    n_eval = int(y_val.size if X_val is not None else y_train.size)
-    p = float(best["val_error"])
-    se = float(np.sqrt(max(p * (1.0 - p), 0.0) / n_eval))
-    close = [r for i, r in enumerate(report["rows"]) if tol is None and i != chosen
-             and r["status"] == "ok" and r["budget"] == best["budget"]
-             and r["val_error"] <= p + se + 1e-12]
-    if close:
-        messages.append(
-            "near tie: " + ", ".join(f"{r['method']} {_pct(r['val_error'])}" for r in close)
-            + f" within one standard error ({_pct(se)}, {n_eval} points) of the chosen "
-            f"{_pct(p)}; the {selection} cannot tell them apart")
+    if tol is None:
+        # a choice the validation data cannot make: other candidates within one binomial
+        # standard error of the chosen one's error (said, never acted on)
+        n_eval = int(y_val.size if X_val is not None else y_train.size)
+        p = float(best["val_error"])
+        se = float(np.sqrt(p * (1.0 - p) / n_eval))
+        close = [r for i, r in enumerate(report["rows"]) if i != chosen
+                 and r["status"] == "ok" and r["budget"] == best["budget"]
+                 and r["val_error"] <= p + se + 1e-12]
+        if close:
+            messages.append(
+                "near tie: " + ", ".join(f"{r['method']} {_pct(r['val_error'])}" for r in close)
+                + f" within one standard error ({_pct(se)}, {n_eval} points) of the chosen "
+                f"{_pct(p)}; the {selection} cannot tell them apart")
     clf = built[chosen]
     out = CompressedClassifier(estimator=None, n_vectors=int(best["budget"]),
                                method=best["method"] if best["method"] in _RS_METHODS else
