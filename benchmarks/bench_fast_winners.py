@@ -192,11 +192,44 @@ def run(name, which, before_slmc_iters=None):
     return res
 
 
+def _repeats(runs, which):
+    """Every run's seconds and ratios, their medians and ranges; the test errors of every
+    run must be the same (same seeds): a difference is recorded, not averaged away."""
+    out = {"n_runs": len(runs), "runs": []}
+    for r in runs:
+        row = {"svc_fit_s": r["svc_fit_s"], "peer_s": r["peer"]["seconds"],
+               "reference_s": r["reference_s"], "load_1min": r["load_1min"]}
+        for label in which:
+            for m, v in r[label]["methods"].items():
+                row[f"{label}: {m}"] = {"seconds": v["seconds"],
+                                        "ratio_to_svc_fit": v["ratio_to_svc_fit"],
+                                        "ratio_to_reference": v["ratio_to_reference"],
+                                        "test_error": v["test_error"]}
+        out["runs"].append(row)
+    keys = [k for k in out["runs"][0] if isinstance(out["runs"][0][k], dict)]
+    out["median"] = {}
+    for k in keys:
+        vals = {f: [run[k][f] for run in out["runs"]]
+                for f in ("seconds", "ratio_to_svc_fit", "ratio_to_reference")}
+        errs = sorted({run[k]["test_error"] for run in out["runs"]})
+        out["median"][k] = {**{f: float(np.median(v)) for f, v in vals.items()},
+                            **{f"{f}_range": [float(min(v)), float(max(v))]
+                               for f, v in vals.items()},
+                            "test_errors_seen": errs}
+    for f in ("svc_fit_s", "peer_s", "reference_s"):
+        out["median"][f] = float(np.median([run[f] for run in out["runs"]]))
+    return out
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--datasets", default="digits,usps")
     p.add_argument("--which", default="before,after")
     p.add_argument("--out", default=str(OUT))
+    p.add_argument("--repeat", type=int, default=1,
+                   help="run every measurement (SVC fit, peer, methods) this many times in "
+                        "this process; the JSON keeps the first run's rows and, under "
+                        "'repeats', every run's seconds and ratios with their median")
     p.add_argument("--before-slmc-iters", type=int, default=None,
                    help="run the old SLMC path for this many iterations only and "
                         "extrapolate its time to max_iter=100 (flagged in the JSON)")
@@ -209,7 +242,11 @@ def main(argv=None):
                         "timing": "CPU seconds (time.process_time) of one process",
                         "after_settings": AFTER, "before_settings": BEFORE}
     for name in args.datasets.split(","):
-        results[name] = run(name, args.which.split(","), args.before_slmc_iters)
+        runs = [run(name, args.which.split(","), args.before_slmc_iters)
+                for _ in range(max(1, args.repeat))]
+        results[name] = runs[0]
+        if len(runs) > 1:
+            results[name]["repeats"] = _repeats(runs, args.which.split(","))
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(results, indent=1, sort_keys=True))
     return results

@@ -470,6 +470,8 @@ def m_approx_svc(ctx, budgets):
 
 #: per (data set, budget): the (method, variant) compress chose on each selection context
 _COMPRESS_CHOICES = {}
+#: per (data set, budget): each selection context's validation error of every method
+_COMPRESS_VAL = {}
 
 
 def m_compress_auto(ctx, budgets):
@@ -478,34 +480,62 @@ def m_compress_auto(ctx, budgets):
     choice (method and that method's C / thresholds) is made on the validation data; on
     several folds the method with the lowest mean validation error is taken (variants =
     methods), with the C / thresholds compress chose for it most often; the final model
-    is that (method, variant) rebuilt on all training data."""
+    is that (method, variant) rebuilt on all training data.
+
+    The rebuild is checked as ``compress`` checks its own (without validation data): a
+    rebuilt model whose error on the training data exceeds the method's mean validation
+    error by more than ``sparsekm.compress._rebuild_margin`` is not the model the
+    validation chose, and the next method by mean validation error is rebuilt instead
+    (``rebuild_refused`` in the cell; ``ctx.forced`` then names the method used, so that
+    the cell's ``val_error`` is that method's). Only training data enter the check."""
     from collections import Counter
 
-    from sparsekm.compress import _Candidates, _Split, compress
+    from sparsekm.compress import _Candidates, _rebuild_margin, _Split, compress
     from sparsekm.multiclass import ExpansionClassifier
     est = ctx.svc_ovr()[0]
     out = {}
     for b in budgets:
         if ctx.forced is not None:
-            method = ctx.forced[b]
-            votes = Counter(v for m, v in _COMPRESS_CHOICES.get((ctx.name, b), []) if m == method)
-            variant = votes.most_common(1)[0][0]
+            folds = _COMPRESS_VAL.get((ctx.name, b), [])
+            means = {m: float(np.mean([f[m] for f in folds])) for m in folds[0]
+                     if all(m in f for f in folds)} if folds else {}
+            first = ctx.forced[b]
+            ranked = [first] + sorted((m for m in means if m != first), key=means.get)
             exact = ExpansionClassifier.from_estimator(est)
+            refused = []
             t = time.perf_counter()
-            if method == "original" and exact.expansion.compress().n_terms > b:
-                # chosen on a fold whose SVC had at most b vectors; the SVC refitted on all
-                # training data has more: its reduced set at the budget stands in for it
-                method, variant = "construct", "b kept"
-            if method == "original":  # budget >= the SVC's vectors: returned unchanged
-                clf = exact
-            else:
-                cands = _Candidates(exact, True, 5, 200, SEED)
-                clf = cands.build(_Split(ctx.X_fit, ctx.y_fit, None, None, exact), method, b,
-                                  variant)
+            for method in ranked:
+                votes = Counter(v for m, v in _COMPRESS_CHOICES.get((ctx.name, b), [])
+                                if m == method)
+                variant = votes.most_common(1)[0][0]
+                if method == "original" and exact.expansion.compress().n_terms > b:
+                    # chosen on a fold whose SVC had at most b vectors; the SVC refitted on
+                    # all training data has more: its reduced set at the budget stands in
+                    method, variant = "construct", "b kept"
+                if method == "original":  # budget >= the SVC's vectors: returned unchanged
+                    clf = exact
+                else:
+                    cands = _Candidates(exact, True, 5, 200, SEED)
+                    clf = cands.build(_Split(ctx.X_fit, ctx.y_fit, None, None, exact), method,
+                                      b, variant)
+                name = ranked[len(refused)]
+                if name not in means:
+                    break
+                fit_err = float(np.mean(clf.predict(ctx.X_fit) != ctx.y_fit))
+                if fit_err <= means[name] + _rebuild_margin(means[name], ctx.y_fit.size) + 1e-12:
+                    break
+                refused.append({"method": name, "variant": variant, "fit_error": fit_err,
+                                "val_error": means[name]})
+            else:  # every rebuild refused: the validation choice, flagged
+                method, variant = ranked[0], refused[0]["variant"]
+                clf = _Candidates(exact, True, 5, 200, SEED).build(
+                    _Split(ctx.X_fit, ctx.y_fit, None, None, exact), method, b, variant)
+            used = ranked[len(refused)] if len(refused) < len(ranked) else ranked[0]
+            ctx.forced[b] = used  # the same dict as _select_and_refit's choice: see above
             secs = time.perf_counter() - t
             test = float(np.mean(clf.predict(ctx.X_test) != ctx.y_test))
             out[b] = _cell(ctx, None, test, clf.expansion.compress().n_terms, secs,
-                           ctx.forced[b], {}, detail=f"{method}, {variant}")
+                           used, {}, detail=f"{method}, {variant}", rebuild_refused=refused)
             continue
         t = time.perf_counter()
         import warnings
@@ -516,6 +546,7 @@ def m_compress_auto(ctx, budgets):
         secs = time.perf_counter() - t
         rows = small.compress_report_["rows"]
         by = {r["method"]: r["val_error"] for r in rows if r["status"] in ("ok", "chosen")}
+        _COMPRESS_VAL.setdefault((ctx.name, b), []).append(by)
         for r in rows:
             if r["status"] in ("ok", "chosen"):
                 _COMPRESS_CHOICES.setdefault((ctx.name, b), []).append((r["method"],

@@ -99,6 +99,23 @@ def test_fuzz_load_quick(tmp_path):
     assert totals["crafted_cases_as_expected"] == res["n_crafted_cases"]
 
 
+def test_pareto_quick_compress_rebuild_is_checked(tmp_path):
+    """bench_pareto's compress row: the final model is rebuilt on all training data and
+    checked there (a rebuild erring beyond its validation estimate is replaced by the next
+    method); the cell's validation error is that of the method used."""
+    mod = _load("bench_pareto")
+    mod.main(["--quick", "--datasets", "digits", "--methods", "compress_auto", "--out-dir",
+              str(tmp_path), "--fig-dir", str(tmp_path), "--cv-folds", "2"])
+    res = json.loads((tmp_path / "pareto_digits_quick.json").read_text())
+    from sparsekm.compress import _rebuild_margin
+    for c in res["cells"]["compress_auto"].values():
+        assert c["val_error"] == c["val_errors_by_variant"][c["variant"]]
+        assert isinstance(c["rebuild_refused"], list)
+        for r in c["rebuild_refused"]:
+            margin = _rebuild_margin(r["val_error"], c["n_fit_final"])
+            assert r["fit_error"] > r["val_error"] + margin
+
+
 def test_pareto_quick(tmp_path):
     """bench_pareto --quick: every selected method has a cell per budget, the summary
     compares the validation-chosen best sparsekm method with the best peer."""

@@ -625,3 +625,46 @@ def test_near_ties_within_one_standard_error_are_named(which, request):
         assert notes == []
     if which == "blobs":  # the rule fires here, so the branch above is exercised
         assert expected, [(r["method"], r["val_error"]) for r in rows]
+
+
+def test_cv_rebuild_that_errs_beyond_its_cv_estimate_is_refused(moons, monkeypatch):
+    """Without validation data the returned model is built again on all the training data
+    after the folds chose it; a rebuild whose error on those points exceeds its CV estimate
+    by more than ``max(WARN_MARGIN, REBUILD_SE * SE)`` is refused and the next candidate
+    chosen. The rebuild of 'construct' is made to predict the opposite class."""
+    import importlib
+
+    cm = importlib.import_module("sparsekm.compress")
+    svc, Xtr, ytr, Xv, yv, Xte, yte = moons
+    kw = dict(n_vectors=8, X_train=Xtr, y_train=ytr, method=["construct", "kmeans-svm"],
+              random_state=0, **_cheap())
+    honest = sparsekm.compress(svc, **kw)
+    assert [r["status"] for r in _rows(honest)].count("refused") == 0
+    build = cm._Candidates.build
+
+    class Flipped:
+        def __init__(self, clf):
+            self._clf = clf
+
+        def __getattr__(self, name):
+            return getattr(self._clf, name)
+
+        def predict(self, X):
+            return 1 - self._clf.predict(X)
+
+    def build_spy(self, split, m, b, v, **k):
+        out = build(self, split, m, b, v, **k)
+        return Flipped(out) if split.X_eval is None and m == "construct" else out
+    monkeypatch.setattr(cm._Candidates, "build", build_spy)
+    small = sparsekm.compress(svc, **kw)
+    rows = _rows(small)
+    assert rows[0]["method"] == "construct" and rows[0]["status"] == "refused"
+    assert rows[0]["reason"].startswith("rebuilt on all the training data it errs on ")
+    # its CV estimate is that of the honest run: only the rebuild changed
+    assert rows[0]["val_error"] == _rows(honest)[0]["val_error"]
+    assert rows[1]["method"] == "kmeans-svm" and rows[1]["status"] == "chosen"
+    err = float(np.mean(small.predict(Xtr) != ytr))
+    assert err <= rows[1]["val_error"] + cm._rebuild_margin(rows[1]["val_error"], ytr.size)
+    # the margin: two points, or two binomial standard errors where those are larger
+    assert cm._rebuild_margin(0.01, 10_000) == cm.WARN_MARGIN
+    np.testing.assert_allclose(cm._rebuild_margin(0.3, 100), 2 * np.sqrt(0.3 * 0.7 / 100))
