@@ -502,23 +502,21 @@ def m_compress_auto(ctx, budgets):
             first = ctx.forced[b]
             ranked = [first] + sorted((m for m in means if m != first), key=means.get)
             exact = ExpansionClassifier.from_estimator(est)
-            refused = []
+            refused, tried = [], []  # tried: (name, method built, variant, model)
             t = time.perf_counter()
-            for method in ranked:
+            for name in ranked:
+                method = name
                 votes = Counter(v for m, v in _COMPRESS_CHOICES.get((ctx.name, b), [])
-                                if m == method)
+                                if m == name)
                 variant = votes.most_common(1)[0][0]
                 if method == "original" and exact.expansion.compress().n_terms > b:
                     # chosen on a fold whose SVC had at most b vectors; the SVC refitted on
                     # all training data has more: its reduced set at the budget stands in
                     method, variant = "construct", "b kept"
-                if method == "original":  # budget >= the SVC's vectors: returned unchanged
-                    clf = exact
-                else:
-                    cands = _Candidates(exact, True, 5, 200, SEED)
-                    clf = cands.build(_Split(ctx.X_fit, ctx.y_fit, None, None, exact), method,
-                                      b, variant)
-                name = ranked[len(refused)]
+                clf = exact if method == "original" else \
+                    _Candidates(exact, True, 5, 200, SEED).build(
+                        _Split(ctx.X_fit, ctx.y_fit, None, None, exact), method, b, variant)
+                tried.append((name, method, variant, clf))
                 if name not in means:
                     break
                 fit_err = float(np.mean(clf.predict(ctx.X_fit) != ctx.y_fit))
@@ -527,10 +525,8 @@ def m_compress_auto(ctx, budgets):
                 refused.append({"method": name, "variant": variant, "fit_error": fit_err,
                                 "val_error": means[name]})
             else:  # every rebuild refused: the validation choice, flagged
-                method, variant = ranked[0], refused[0]["variant"]
-                clf = _Candidates(exact, True, 5, 200, SEED).build(
-                    _Split(ctx.X_fit, ctx.y_fit, None, None, exact), method, b, variant)
-            used = ranked[len(refused)] if len(refused) < len(ranked) else ranked[0]
+                tried.append(tried[0])
+            used, method, variant, clf = tried[-1]
             ctx.forced[b] = used  # the same dict as _select_and_refit's choice: see above
             secs = time.perf_counter() - t
             test = float(np.mean(clf.predict(ctx.X_test) != ctx.y_test))

@@ -453,10 +453,15 @@ def _refit_thresholds(exact, expansion, X, y):
     return shell._refit_thresholds(expansion, X, y)
 
 
+def _binomial_se(p, n):
+    """Binomial standard error of an error rate ``p`` measured on ``n`` points."""
+    return float(np.sqrt(p * (1.0 - p) / n))
+
+
 def _rebuild_margin(cv_error, n):
     """How far a rebuilt model's error on its own ``n`` training points may exceed its CV
     estimate ``cv_error`` (see ``REBUILD_SE``)."""
-    return max(WARN_MARGIN, REBUILD_SE * float(np.sqrt(cv_error * (1.0 - cv_error) / n)))
+    return max(WARN_MARGIN, REBUILD_SE * _binomial_se(cv_error, n))
 
 
 @dataclass
@@ -917,11 +922,15 @@ def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increas
     first = [None]  # the first candidate's build seconds (the unit of the time limit)
     built = {}  # (method, b) -> (classifier, variant) on the final data
 
-    def agreement(clf):
-        """Agreement with the original, on the validation data (or the training data)."""
-        if X_val is not None:
-            return float(np.mean(clf.predict(X_val) == exact.predict(X_val)))
-        return float(np.mean(clf.predict(X_train) == exact.predict(X_train)))
+    X_agree = X_val if X_val is not None else X_train
+    exact_pred = []  # the original's predictions on X_agree, formed once
+
+    def agreement(clf, pred=None):
+        """Agreement with the original, on the validation data (or the training data);
+        ``pred``: ``clf``'s predictions there, when already formed."""
+        if not exact_pred:
+            exact_pred.append(exact.predict(X_agree))
+        return float(np.mean((clf.predict(X_agree) if pred is None else pred) == exact_pred[0]))
 
     def row(m, b, **kw):
         r = {"method": m, "variant": "", "budget": int(b), "n_vectors": 0,
@@ -999,7 +1008,8 @@ def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increas
                                             splits[0].y_eval))
             else:
                 clf = cands.build(final, m, b, v, all_rows=True)
-                fit_error = float(np.mean(clf.predict(final.X_fit) != final.y_fit))
+                pred_fit = clf.predict(final.X_fit)  # final.X_fit is X_agree here
+                fit_error = float(np.mean(pred_fit != final.y_fit))
         except Exception as exc:  # a candidate failing must not sink the others
             return row(m, b, status="failed", reason=f"{type(exc).__name__}: {exc}"[:300],
                        seconds=time.perf_counter() - t0)
@@ -1015,7 +1025,8 @@ def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increas
             n_fit = max(s.X_fit.shape[0] for s in splits)
             notes.append(f"C chosen on {C_SEARCH_ROWS:,} of {n_fit:,} rows, then fitted on all"
                          + (" (validation error of that fit)" if final is None else ""))
-        r = row(m, b, variant=v, n_vectors=n, val_error=errs[v], agreement=agreement(clf),
+        r = row(m, b, variant=v, n_vectors=n, val_error=errs[v],
+                agreement=agreement(clf, pred_fit if final is not None else None),
                 seconds=secs, status="reference" if reference else "ok",
                 reason="; ".join(notes))
         if n > b or n > n_full:  # never more vectors than asked (a bug if it happens)
@@ -1137,7 +1148,7 @@ def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increas
         # standard error of the chosen one's error (said, never acted on)
         n_eval = int(y_val.size if X_val is not None else y_train.size)
         p = float(best["val_error"])
-        se = float(np.sqrt(p * (1.0 - p) / n_eval))
+        se = _binomial_se(p, n_eval)
         close = [r for i, r in enumerate(report["rows"]) if i != chosen
                  and r["status"] == "ok" and r["budget"] == best["budget"]
                  and r["val_error"] <= p + se + 1e-12]
