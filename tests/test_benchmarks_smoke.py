@@ -161,3 +161,29 @@ def test_pareto_quick(tmp_path):
     mod.run_dataset("digits", quick=True, methods=methods.split(","),
                     cache_dir=tmp_path / "pareto_cache", log=logs.append, folds=2)
     assert logs and not any(": budgets [" in line for line in logs)
+
+
+def test_many_classes_quick(tmp_path):
+    """bench_many_classes --quick: a one-vs-one SVC with 325 pairwise machines, compress at
+    one budget, both peers on the same validation data, and the per-budget summary."""
+    mod = _load("bench_many_classes")
+    out = tmp_path / "many_classes.json"
+    mod.main(["--quick", "--seeds", "0", "--budgets", "20", "--out", str(out)])
+    res = json.loads(out.read_text())
+    (row,) = res["rows"]
+    assert row["quick"] and row["n_pairs"] == 325 and row["budget"] == 20
+    assert row["n_fit"] + row["n_val"] == 1_560 and row["n_test"] == 1_040
+    assert 1 <= row["n_vectors"] <= 20 and row["n_sv"] > 20
+    for err in [row["error_full"], row["error_small"]] + [
+            p["test_error"] for p in row["peers"].values()]:
+        assert 0 <= err <= 1
+    assert set(row["peers"]) == {"kmeans", "uniform"}
+    chosen = [r for r in row["report"] if r["status"] == "chosen"]
+    assert [r["method"] for r in chosen] == [row["chosen"]]
+    assert row["report"][0]["method"] == "construct"
+    s = res["summary"]["20"]
+    assert s["seeds"] == [0] and isinstance(s["compress_le_peer_plus_se"], bool)
+    best = s["peers"][s["best_peer"]]["mean"]
+    assert s["se"] == pytest.approx(math.sqrt(best * (1 - best) / 1_040))
+    assert _finite(s["compress_over_max_svc_peer"]["mean"])
+    assert res["protocol"]["n_classes"] == 26

@@ -532,6 +532,15 @@ def test_linear_c_search_on_a_subsample_then_all_rows(blobs, monkeypatch):
                               method="kmeans-svm", random_state=3)
     assert [F.shape[0] for F, _ in seen] == [200] * n_C * 2
     assert "C chosen" not in _rows(again)[again.compress_report_["chosen"]]["reason"]
+    # a subsample only where it saves row-fits: n_C * S + n < n_C * n, i.e.
+    # (n_C - 1) n > n_C S. With 200 rows and four C values: S = 150 saves (600 > 600 is
+    # false: not used), S = 149 saves (600 > 596)
+    for S, sizes in ((150, [200] * n_C), (149, [149] * n_C + [200])):
+        monkeypatch.setattr(cm, "C_SEARCH_ROWS", S)
+        seen.clear()
+        sparsekm.compress(ovo, Xv, yv, n_vectors=12, X_train=Xtr, y_train=ytr,
+                          method="kmeans-svm", random_state=3)
+        assert [F.shape[0] for F, _ in seen][:len(sizes)] == sizes
 
 
 def test_linear_c_search_subsample_inside_cv_folds(blobs, monkeypatch):
@@ -591,8 +600,10 @@ def test_no_candidate_started_with_less_time_left_than_the_first_took(blobs, mon
                               random_state=0, **_cheap())
     assert small.compress_report_["time_limit"] == 7.0
     rows = _rows(small)
-    # 5 s left of 7 after construct, 3 s after construct+refine: uniform-svm starts
+    # 5 s left of 7 after construct, 3 s after construct+refine: one linear SVM starts,
+    # and it is the k-means one (the peer), never skipped for the other two
     assert [r["method"] for r in rows[:3]] == list(AUTO_METHODS[:3])
+    assert rows[2]["method"] == "kmeans-svm"
     assert all(r["status"] in ("ok", "chosen") for r in rows[:3])
     monkeypatch.setattr(cm, "TIME_LIMIT_FLOOR", 1.0)
     clock[0] = 0.0

@@ -196,11 +196,14 @@ WARN_MARGIN = 0.02
 #: L1 path cut at a handful of support vectors per pair keeps no usable machine (84 % test
 #: error at 5 per pair on a one-vs-one SVC, 64 % on USPS at 25 per class).
 MIN_L1_PER_MACHINE = 10
-#: The fixed-Z linear SVMs (uniform-, kmeans-, greedy-svm) on more fit rows than this
-#: search their C on a stratified subsample of this many rows; the chosen C is then fitted
-#: once on all rows (its validation error is the one reported and compared). A LinearSVC
-#: fit costs about linearly in the rows, so at 59,049 rows the four C values cost about as
-#: much as one fit on all rows, instead of four.
+#: The fixed-Z linear SVMs (uniform-, kmeans-, greedy-svm) search their C on a stratified
+#: subsample of this many rows when that saves time; the chosen C is then fitted once on
+#: all rows (its validation error is the one reported and compared). A LinearSVC fit costs
+#: about linearly in the rows, so with k = len(C_GRID) values the subsample costs
+#: k * C_SEARCH_ROWS + n row-fits against k * n on all n rows: it is used when
+#: (k - 1) * n > k * C_SEARCH_ROWS (above 13,333 rows with four values). At 59,049 rows the
+#: four C values then cost about as much as one fit on all rows, instead of four; at
+#: 10,200 rows the subsample would cost five fits instead of four.
 C_SEARCH_ROWS = 10_000
 #: Stratified folds when no validation data is given.
 DEFAULT_CV = 3
@@ -212,8 +215,11 @@ DEFAULT_CV = 3
 #: build landed elsewhere: on IDA image at 16 vectors, construct + refine had 5.3 % in CV
 #: and 11.7 % on the training data once rebuilt). Such a candidate is refused.
 REBUILD_SE = 2.0
-#: ``method="auto"``: candidates from cheap to costly.
-AUTO_METHODS = ("construct", "construct+refine", "uniform-svm", "kmeans-svm", "greedy-svm",
+#: ``method="auto"``: candidates from cheap to costly. Among the fixed-Z linear SVMs the
+#: k-means one (scikit-learn's Nystroem k-means + LinearSVC, the peer) comes first, so that
+#: a time limit never skips it for the other two: with 325 pairwise machines and 700
+#: vectors the uniform-subset SVM's C search took 232 s and the k-means one was skipped.
+AUTO_METHODS = ("construct", "construct+refine", "kmeans-svm", "uniform-svm", "greedy-svm",
                 "slmc")
 _RS_METHODS = ("construct", "construct+refine", "select-kpca", "select-backward", "select-l1")
 _LINEAR_METHODS = ("uniform-svm", "kmeans-svm", "greedy-svm")
@@ -603,9 +609,12 @@ class _Candidates:
 
     def c_search_rows(self, split):
         """Rows of ``split.X_fit`` the linear candidates' C values are fitted on: all of
-        them up to ``C_SEARCH_ROWS``, else a stratified subsample of that many (sorted)."""
+        them (``None``) unless a stratified subsample of ``C_SEARCH_ROWS`` rows plus the
+        final fit on all rows costs fewer row-fits than every C on all rows, then that
+        subsample (sorted)."""
         n = split.X_fit.shape[0]
-        if n <= C_SEARCH_ROWS:
+        k = len(C_GRID)
+        if (k - 1) * n <= k * C_SEARCH_ROWS:
             return None
         if "c_rows" not in split.cache:
             from sklearn.model_selection import train_test_split
@@ -756,17 +765,18 @@ def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increas
     method : "auto", str or list of str, default="auto"
         ``"auto"`` tries ``AUTO_METHODS`` from cheap to costly: ``"construct"`` (RS
         construction, eq. 74-77, one set shared by all binary machines),
-        ``"construct+refine"`` (plus phase 2, joint L-BFGS), ``"uniform-svm"`` and
-        ``"kmeans-svm"`` (fixed ``Z`` = a uniform subset / the k-means centres of the
+        ``"construct+refine"`` (plus phase 2, joint L-BFGS), ``"kmeans-svm"`` and
+        ``"uniform-svm"`` (fixed ``Z`` = the k-means centres / a uniform subset of the
         training data, features ``K(x, Z) K_zz^{-1/2}``, ``LinearSVC``, written back as
         ``beta = K_zz^{-1/2} w``: scikit-learn's Nystroem + LinearSVC, exactly),
         ``"greedy-svm"`` (one greedy basis, Franc & Hlavac, of the whole budget shared
         by all classes + ``LinearSVC``) and ``"slmc"`` (shared SLMC, Wu et al., started
         from the shared RS). Every direct method has C chosen on validation among
         ``C_GRID`` (the SLMC tries the value nearest the original's ``C`` first, the
-        SVM's C of Wu et al.'s protocol; on more than ``C_SEARCH_ROWS`` (10,000) fit
-        rows the linear SVMs try their C values on a stratified subsample of that many
-        rows and fit the chosen one on all rows); the RS methods their thresholds (kept,
+        SVM's C of Wu et al.'s protocol; on more than ``len(C_GRID) / (len(C_GRID) - 1)
+        * C_SEARCH_ROWS`` (13,333) fit rows the linear SVMs try their C values on a
+        stratified subsample of ``C_SEARCH_ROWS`` (10,000) rows and fit the chosen one
+        on all rows); the RS methods their thresholds (kept,
         or re-fitted on the training data). Also ``"select-kpca"``, ``"select-backward"``, ``"select-l1"``.
         The direct methods need ``X_train, y_train``; without them they are refused.
     X_train, y_train : array-like, optional
