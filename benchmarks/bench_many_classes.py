@@ -102,29 +102,15 @@ def _svc(X, y, seed):
 
 
 def _peer(X, y, X_val, y_val, X_test, y_test, gamma, budget, landmarks, seed):
-    """Nyström (k-means or uniform landmarks) + LinearSVC, C on the validation data."""
-    from scipy import linalg
-    from sklearn.cluster import KMeans
-    from sklearn.metrics.pairwise import rbf_kernel
-    from sklearn.svm import LinearSVC
-    t = _cpu()
-    if landmarks == "kmeans":
-        Z = KMeans(n_clusters=budget, n_init=1, random_state=seed).fit(X).cluster_centers_
-    else:
-        Z = X[np.random.default_rng(seed).choice(X.shape[0], budget, replace=False)]
-    w, V = linalg.eigh(rbf_kernel(Z, gamma=gamma))
-    keep = w > 1e-12 * w.max()
-    M = V[:, keep] / np.sqrt(w[keep])
-    F, F_val = rbf_kernel(X, Z, gamma=gamma) @ M, rbf_kernel(X_val, Z, gamma=gamma) @ M
-    best = None
-    for C in C_GRID:
-        clf = LinearSVC(C=C, max_iter=5000, random_state=seed).fit(F, y)
-        err = float(np.mean(clf.predict(F_val) != y_val))
-        if best is None or err < best[0]:
-            best = (err, C, clf)
-    seconds = _cpu() - t
-    test = float(np.mean(best[2].predict(rbf_kernel(X_test, Z, gamma=gamma) @ M) != y_test))
-    return {"test_error": test, "val_error": best[0], "C": best[1], "seconds": seconds}
+    """Nyström (k-means or uniform landmarks) + LinearSVC, C on the validation data: the
+    peer of ``bench_fast_winners.py`` (the same C grid) on the given split."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_fast_winners import C_GRID as grid
+    from bench_fast_winners import nystroem_peer
+    assert tuple(grid) == C_GRID
+    return nystroem_peer(X, y, X_val, y_val, X_test, y_test, gamma, budget,
+                         landmarks=landmarks, seed=seed)
 
 
 def run(seeds, budgets, out_path=OUT, quick=False):
