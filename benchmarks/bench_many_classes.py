@@ -105,7 +105,9 @@ def _peer(X, y, X_val, y_val, X_test, y_test, gamma, budget, landmarks, seed):
     """Nyström (k-means or uniform landmarks) + LinearSVC, C on the validation data: the
     peer of ``bench_fast_winners.py`` (the same C grid) on the given split."""
     import sys
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    here = str(Path(__file__).resolve().parent)
+    if here not in sys.path:
+        sys.path.insert(0, here)
     from bench_fast_winners import C_GRID as grid
     from bench_fast_winners import nystroem_peer
     assert tuple(grid) == C_GRID
@@ -139,8 +141,9 @@ def run(seeds, budgets, out_path=OUT, quick=False):
                                          "seconds", "status", "reason")} for r in rep["rows"]]
             peers = {lm: _peer(X, y, X_val, y_val, Xte, yte, svc.gamma, b, lm, seed)
                      for lm in ("kmeans", "uniform")}
-            row = {"seed": seed, "budget": b, "quick": bool(quick), "n_fit": int(len(y)), "n_val": int(len(y_val)),
-                   "n_test": int(len(yte)), "n_sv": int(svc.n_support_.sum()),
+            row = {"seed": seed, "budget": b, "quick": bool(quick), "n_fit": int(len(y)),
+                   "n_val": int(len(y_val)), "n_test": int(len(yte)),
+                   "n_sv": int(svc.n_support_.sum()),
                    "n_pairs": int(N_CLASSES * (N_CLASSES - 1) // 2),
                    "svc_params": {"gamma": float(svc.gamma), "C": float(svc.C)},
                    "svc_cv_s": cv_s, "svc_fit_s": fit_s, "error_full": err_full,
