@@ -8,8 +8,9 @@ shape, so that the case is measured here at all:
 * **data** — ``sklearn.datasets.make_classification``: 20,000 points, 16 informative
   features, 26 classes of ``N_CLUSTERS`` Gaussian clusters each (``CLASS_SEP``), data seed
   ``DATA_SEED``; 12,000 training and 8,000 test points (stratified), standardised with the
-  training statistics. The classes are far from linear (a linear SVM errs on about 70 %),
-  an RBF SVC on about 2–3 %. It is a stand-in, not the review's set: its numbers say how
+  training statistics. The classes are far from linear (``LinearSVC`` on the 12,000
+  training points errs on 70.4 % of the test points at C = 0.1, 1 and 10), an RBF SVC on
+  about 2 %. It is a stand-in, not the review's set: its numbers say how
   ``compress`` behaves on this shape of problem, not what the review will measure.
 * **protocol, per seed** — ``VAL_FRACTION`` of the training points (stratified, the seed
   picks them) are held out as validation data; the RBF ``SVC`` (one-vs-one, 325 pairwise
