@@ -44,11 +44,15 @@ import argparse
 import json
 import os
 import resource
+import sys
 import time
 import warnings
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_fast_winners import C_GRID, nystroem_peer  # noqa: E402  (the same peer)
 
 OUT = Path(__file__).resolve().parent / "results" / "many_classes.json"
 DATA_SEED = 0
@@ -57,7 +61,6 @@ N_CLUSTERS, CLASS_SEP = 5, 3.0
 VAL_FRACTION = 0.15
 GAMMA_GRID = (1 / 16, 1 / 8, 1 / 4)
 SVC_C_GRID = (10.0, 100.0)
-C_GRID = (0.1, 1.0, 10.0, 100.0)
 PROTOCOL = {"data": "sklearn make_classification", "n_samples": N_SAMPLES, "n_train": N_TRAIN,
             "n_features": N_FEATURES, "n_classes": N_CLASSES,
             "n_clusters_per_class": N_CLUSTERS, "class_sep": CLASS_SEP,
@@ -102,20 +105,6 @@ def _svc(X, y, seed):
     return svc, cv_s, _cpu() - t
 
 
-def _peer(X, y, X_val, y_val, X_test, y_test, gamma, budget, landmarks, seed):
-    """Nyström (k-means or uniform landmarks) + LinearSVC, C on the validation data: the
-    peer of ``bench_fast_winners.py`` (the same C grid) on the given split."""
-    import sys
-    here = str(Path(__file__).resolve().parent)
-    if here not in sys.path:
-        sys.path.insert(0, here)
-    from bench_fast_winners import C_GRID as grid
-    from bench_fast_winners import nystroem_peer
-    assert tuple(grid) == C_GRID
-    return nystroem_peer(X, y, X_val, y_val, X_test, y_test, gamma, budget,
-                         landmarks=landmarks, seed=seed)
-
-
 def run(seeds, budgets, out_path=OUT, quick=False):
     import sparsekm
     from sklearn.model_selection import train_test_split
@@ -140,7 +129,8 @@ def run(seeds, budgets, out_path=OUT, quick=False):
             rep = small.compress_report_
             report = [{k: r[k] for k in ("method", "variant", "n_vectors", "val_error",
                                          "seconds", "status", "reason")} for r in rep["rows"]]
-            peers = {lm: _peer(X, y, X_val, y_val, Xte, yte, svc.gamma, b, lm, seed)
+            peers = {lm: nystroem_peer(X, y, X_val, y_val, Xte, yte, svc.gamma, b,
+                                       landmarks=lm, seed=seed)
                      for lm in ("kmeans", "uniform")}
             row = {"seed": seed, "budget": b, "quick": bool(quick), "n_fit": int(len(y)),
                    "n_val": int(len(y_val)), "n_test": int(len(yte)),
@@ -175,6 +165,11 @@ def _append(out_path, row):
     return results
 
 
+def _stat(vals):
+    vals = np.asarray(vals, float)
+    return {"mean": float(vals.mean()), "min": float(vals.min()), "max": float(vals.max())}
+
+
 def summary(rows):
     """Per budget: means over seeds (with ranges) and issue 24's check against the peers.
 
@@ -184,31 +179,26 @@ def summary(rows):
     out = {}
     for b in sorted({r["budget"] for r in rows}):
         rs = [r for r in rows if r["budget"] == b]
-
-        def stat(vals):
-            vals = np.asarray(vals, float)
-            return {"mean": float(vals.mean()), "min": float(vals.min()),
-                    "max": float(vals.max())}
-        peers = {lm: stat([r["peers"][lm]["test_error"] for r in rs])
+        peers = {lm: _stat([r["peers"][lm]["test_error"] for r in rs])
                  for lm in rs[0]["peers"]}
         best = min(peers, key=lambda k: peers[k]["mean"])
         p, n_test = peers[best]["mean"], rs[0]["n_test"]
         se = float(np.sqrt(p * (1 - p) / n_test))
-        small = stat([r["error_small"] for r in rs])
+        small = _stat([r["error_small"] for r in rs])
         # issue 25's measure, per seed: compress seconds / max(SVC fit, the fit and C search
         # of the peer a user would pick, i.e. the one with the lower validation error)
         ratio = [r["compress_s"] / max(r["svc_fit_s"], min(
             r["peers"].values(), key=lambda q: q["val_error"])["seconds"]) for r in rs]
         out[str(b)] = {
             "seeds": sorted(r["seed"] for r in rs),
-            "error_full": stat([r["error_full"] for r in rs]),
+            "error_full": _stat([r["error_full"] for r in rs]),
             "error_small": small, "peers": peers, "best_peer": best, "se": se,
             "compress_le_peer_plus_se": bool(small["mean"] <= p + se),
             "chosen": [r["chosen"] for r in sorted(rs, key=lambda r: r["seed"])],
-            "compress_s": stat([r["compress_s"] for r in rs]),
-            "svc_fit_s": stat([r["svc_fit_s"] for r in rs]),
-            "peer_s": {lm: stat([r["peers"][lm]["seconds"] for r in rs]) for lm in peers},
-            "compress_over_max_svc_peer": stat(ratio),
+            "compress_s": _stat([r["compress_s"] for r in rs]),
+            "svc_fit_s": _stat([r["svc_fit_s"] for r in rs]),
+            "peer_s": {lm: _stat([r["peers"][lm]["seconds"] for r in rs]) for lm in peers},
+            "compress_over_max_svc_peer": _stat(ratio),
         }
     return out
 
