@@ -697,14 +697,24 @@ def test_warnings_reach_stderr_as_one_line(capsys, monkeypatch):
         return 0
 
     monkeypatch.setattr(cli, "cmd_info", noisy)
-    assert main(["info"]) == 0
-    assert capsys.readouterr().err.splitlines() == [
-        "sparsekm: warning: first line of a warning (--debug shows the rest)",
-        "sparsekm: warning: stopped at max_iter"]
-    # --quiet drops the convergence notice, never other warnings
-    assert main(["info", "--quiet"]) == 0
-    assert capsys.readouterr().err.splitlines() == [
-        "sparsekm: warning: first line of a warning (--debug shows the rest)"]
+    # the caller's filters (PYTHONWARNINGS=ignore, -W error) are not this test's subject:
+    # it sets its own, so that it holds in any environment (issue 38)
+    with warnings.catch_warnings():
+        warnings.resetwarnings()
+        warnings.simplefilter("always")
+        assert main(["info"]) == 0
+        assert capsys.readouterr().err.splitlines() == [
+            "sparsekm: warning: first line of a warning (--debug shows the rest)",
+            "sparsekm: warning: stopped at max_iter"]
+        # --quiet drops the convergence notice, never other warnings
+        assert main(["info", "--quiet"]) == 0
+        assert capsys.readouterr().err.splitlines() == [
+            "sparsekm: warning: first line of a warning (--debug shows the rest)"]
+    # and a user's PYTHONWARNINGS=ignore is respected: the command prints no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["info"]) == 0
+        assert capsys.readouterr().err == ""
 
 
 def test_multi_line_errors_are_cut_to_one_line(capsys, monkeypatch):

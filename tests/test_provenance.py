@@ -117,3 +117,32 @@ def test_every_benchmark_writes_results_through_write_results():
                     p.name == f and frag in line for f, frag in _NOT_RESULTS):
                 offenders.append(f"{p.name}: {line.strip()}")
     assert offenders == []
+
+
+# -- deliverable 5: tools/test_kernels.py also runs the suite with numpy's AVX-512 loops off
+def test_test_kernels_tool_turns_numpys_avx512_loops_off():
+    import os
+    import subprocess
+
+    tool = _load("test_kernels_tool", ROOT / "tools" / "test_kernels.py")
+    targets = tool.avx512_targets()
+    try:
+        from numpy._core import _multiarray_umath as mu
+    except ImportError:  # pragma: no cover
+        from numpy.core import _multiarray_umath as mu
+    assert targets == [d for d in mu.__cpu_dispatch__ if d.startswith("AVX512") or d == "X86_V4"]
+    env = tool._env("native", 1, "no-avx512", pythonwarnings="ignore")
+    assert env["NPY_DISABLE_CPU_FEATURES"] == " ".join(targets)
+    assert env["PYTHONWARNINGS"] == "ignore" and env["OMP_NUM_THREADS"] == "1"
+    assert "NPY_DISABLE_CPU_FEATURES" not in tool._env("native", 1, "native") or \
+        os.environ.get("NPY_DISABLE_CPU_FEATURES")
+    # numpy in that environment uses none of them (on any CPU: off, or absent)
+    code = ("import json; from sparsekm._provenance import numpy_cpu_features as f; "
+            "print(json.dumps(f()))")
+    out = subprocess.run([sys.executable, "-c", code], env={**env, "PYTHONPATH": str(
+        ROOT / "src")}, capture_output=True, text=True, check=True, timeout=120).stdout
+    feats = json.loads(out)
+    assert not set(feats["enabled"]) & set(targets)
+    assert feats["disabled_by_env"] == " ".join(targets)
+    with pytest.raises(ValueError, match="numpy mode"):
+        tool._env("native", 1, "no-sse")
