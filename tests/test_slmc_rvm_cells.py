@@ -137,10 +137,9 @@ def test_partial_reason_counts_cached_splits_without_touching_provenance(monkeyp
 
     from sparsekm.reproduce import slmc
 
-    class Cache:
-        hits = []
+    from sparsekm.reproduce._cache import CellCache
 
-    cache = Cache()
+    cache = CellCache(None)  # in memory; the look goes through CellCache.uncounted
     cache.hits = [{"cell": "x"}]
 
     def fake_run_cell(name, split, ratio, method, cache_, data_path, seed, compute=True):

@@ -18,7 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-__all__ = ["stamp", "numpy_cpu_features", "STAMP_KEYS"]
+__all__ = ["stamp", "numpy_cpu_features", "numpy_simd_signature", "STAMP_KEYS"]
 
 #: the keys :func:`stamp` always writes (a value it cannot learn is None and named in
 #: ``"unknown"``)
@@ -44,6 +44,23 @@ def numpy_cpu_features():
             "disabled": sorted(k for k, v in feats.items() if not v),
             "baseline": sorted(getattr(mu, "__cpu_baseline__", [])),
             "disabled_by_env": os.environ.get("NPY_DISABLE_CPU_FEATURES", "")}
+
+
+def numpy_simd_signature():
+    """The dispatch targets numpy enabled in this process, as one string (``"X86_V3"``,
+    ``"AVX512F+AVX512_SKX+..."``; ``"baseline"`` when none): what chooses numpy's loops,
+    so what a cached number computed with numpy depends on besides the BLAS.
+
+    The targets of ``__cpu_dispatch__`` that ``__cpu_features__`` marks enabled: off
+    when the CPU lacks them or ``NPY_DISABLE_CPU_FEATURES`` names them.
+    """
+    try:
+        from numpy._core import _multiarray_umath as mu
+    except ImportError:  # numpy < 2
+        from numpy.core import _multiarray_umath as mu
+    feats = getattr(mu, "__cpu_features__", {})
+    on = sorted(d for d in getattr(mu, "__cpu_dispatch__", []) if feats.get(d))
+    return "+".join(on) or "baseline"
 
 
 def _commit(root):

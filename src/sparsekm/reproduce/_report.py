@@ -254,8 +254,11 @@ def classify(cell):
     inside the rounded range ``[lo, hi]`` is a tie ("within the seed spread"); better or
     worse means every seed's mean is.
     """
+    from . import printed_decimals
+
     paper = float(cell["paper"])
-    p = _decimals(cell["paper"])
+    p = printed_decimals(cell)
+    p = _decimals(cell["paper"]) if p is None else p
     eps = 0.5 * 10.0 ** -(p + 3)
     spread = cell.get("spread")
     lo, hi = (spread if spread else (cell["ours"], cell["ours"]))

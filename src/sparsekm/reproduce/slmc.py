@@ -537,10 +537,9 @@ def _spread(vals, key="error", scale=100):
 def _peek_svm(name, cache, ctx):
     """The SVM cells of a column if cached (``None`` otherwise), for evidence notes: a look
     that neither computes nor counts in the table's provenance line."""
-    n0 = len(cache.hits)
-    vals = [_run(name, split, None, "svm", cache, ctx, compute=False)
-            for split in _splits(name, ctx.quick)]
-    del cache.hits[n0:]
+    with cache.uncounted():
+        vals = [_run(name, split, None, "svm", cache, ctx, compute=False)
+                for split in _splits(name, ctx.quick)]
     return None if any(v is None for v in vals) else vals
 
 
@@ -552,10 +551,8 @@ def _partial_reason(name, ratio, method, cache, ctx):
     if not getattr(ctx, "cached_only", False):
         return None
     splits = _splits(name, ctx.quick)
-    n0 = len(cache.hits)
-    got = [_run(name, s, ratio, method, cache, ctx, compute=False) for s in splits]
-    found = cache.hits[n0:]
-    del cache.hits[n0:]  # a look, not a use: the table's provenance line is unchanged
+    with cache.uncounted() as found:  # a look, not a use: the provenance line is unchanged
+        got = [_run(name, s, ratio, method, cache, ctx, compute=False) for s in splits]
     k = sum(g is not None for g in got)
     if k == len(splits):
         return None
