@@ -158,3 +158,32 @@ class PeriodicSampler:
         self._thread.join()
         self._sample()
         return False
+
+
+def write_results(path, obj, **dump_kw):
+    """Write a results file with its provenance: ``obj["provenance"] = stamp()``.
+
+    The one way benchmarks write ``benchmarks/results/*.json`` (issue 38): commit,
+    versions, BLAS library and kernel, numpy's CPU features, threads and load, from
+    :func:`sparsekm._provenance.stamp`. A list of runs (one appended per call) gets
+    the stamp on its last run. ``dump_kw`` go to :func:`json.dumps` (default
+    ``indent=1``).
+    """
+    import json
+    from pathlib import Path
+
+    from sparsekm._provenance import stamp
+
+    if isinstance(obj, dict):
+        obj["provenance"] = stamp()
+    elif isinstance(obj, list) and obj and isinstance(obj[-1], dict):
+        obj[-1]["provenance"] = stamp()
+    else:
+        raise TypeError(f"write_results: a dict or a list of dicts, not {type(obj).__name__}")
+    dump_kw.setdefault("indent", 1)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(obj, **dump_kw) + "\n")
+    tmp.replace(path)
+    return path

@@ -30,10 +30,14 @@ import argparse
 import json
 import os
 import platform
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _benchutil import write_results  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "fast_winners.json"
@@ -264,7 +268,7 @@ def main(argv=None):
         if len(runs) > 1:
             results[name]["repeats"] = _repeats(runs, args.which.split(","))
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(results, indent=1, sort_keys=True))
+        write_results(out, results, indent=1, sort_keys=True)
     return results
 
 

@@ -709,7 +709,7 @@ def main(argv=None):
 
     warnings.filterwarnings("ignore", message="Duplicate name")  # crafted on purpose
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from _benchutil import machine
+    from _benchutil import machine, write_results
 
     import sparsekm
 
@@ -828,8 +828,7 @@ def main(argv=None):
         "mutants_per_second": mutants / (time.perf_counter() - t_start),
     }
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    with open(args.out, "w") as fh:
-        json.dump(result, fh, indent=1, default=str)
+    write_results(args.out, json.loads(json.dumps(result, default=str)), indent=1)
     print(json.dumps(result["totals"], indent=1))
     print(f"wrote {args.out}")
     return result

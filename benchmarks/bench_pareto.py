@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _benchutil import machine  # noqa: E402
+from _benchutil import machine, write_results  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -1156,7 +1156,7 @@ def main(argv=None):
                            for m in cells},
                "full": full, "cells": cells, "summary": summary}
         out = out_dir / f"pareto_{name}{suffix}.json"
-        _save_json(out, res)
+        write_results(out, res)
         fig = figure(name, full, tiers, cells, fig_dir / f"pareto_{name}{suffix}.png")
         written += [str(out), fig]
         print(f"[{name}] target (a) met: {summary['target_a']['met']} "

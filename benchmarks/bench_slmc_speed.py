@@ -41,7 +41,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from _benchutil import machine  # noqa: E402
+from _benchutil import machine, write_results  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results" / "slmc_speed.json"
 BUDGET = 250
@@ -161,7 +161,7 @@ def run(argv=None):
     res["load_1min_end"] = _load()
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(res, indent=1, sort_keys=True))
+    write_results(out, res, indent=1, sort_keys=True)
     print(json.dumps({k: res[k] for k in ("svc_fit_s_all", "shared_rs_s", "speedup",
                                           "ratio_slmc_to_svc_fit",
                                           "ratio_rs_plus_slmc_to_svc_fit",

@@ -13,7 +13,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .kernels import Kernel
+from .kernels import _STRING_KERNELS, Kernel
 
 __all__ = ["KERNEL", "POSITIVE", "NON_NEGATIVE", "POSITIVE_INT", "REAL", "RANDOM_STATE",
            "N_JOBS", "BACKEND", "BOOLEAN"]
@@ -27,9 +27,20 @@ N_JOBS = [Integral, None]
 BACKEND = [StrOptions({"numpy", "torch"}), None]
 BOOLEAN = ["boolean"]
 
+class _KernelName(StrOptions):
+    """A kernel's name as :func:`sparsekm.kernels.resolve_kernel` reads it (any case), so
+    that a file naming no kernel (``kernel="os.system"``) is refused when loaded."""
+
+    def __init__(self):
+        super().__init__(set(_STRING_KERNELS))
+
+    def is_satisfied_by(self, val):
+        return isinstance(val, str) and val.lower() in self.options
+
+
 #: ``kernel``, ``gamma``, ``degree`` and ``coef0`` (see :func:`sparsekm.kernels.resolve_kernel`).
 KERNEL = {
-    "kernel": [Kernel, str, None],
+    "kernel": [Kernel, _KernelName(), None],
     "gamma": [StrOptions({"scale", "auto"}), *POSITIVE],
     "degree": POSITIVE_INT,
     "coef0": REAL,

@@ -1083,6 +1083,13 @@ def resolve_kernel(kernel, X=None, owner="estimator", *, gamma="scale", degree=3
             )
         return kernel
     name = "rbf" if kernel is None else kernel.lower() if isinstance(kernel, str) else None
+    if isinstance(kernel, str) and name not in _STRING_KERNELS:
+        from sklearn.utils._param_validation import InvalidParameterError
+
+        # a ValueError (a string naming no kernel), and a TypeError as before
+        raise InvalidParameterError(
+            f"The 'kernel' parameter of {owner} must be a sparsekm.kernels.Kernel, one of "
+            f"{sorted(_STRING_KERNELS)} or None; {kernel!r} names no kernel.")
     if name not in _STRING_KERNELS:
         raise TypeError(
             f"The 'kernel' parameter of {owner} must be a sparsekm.kernels.Kernel, one of "

@@ -510,15 +510,28 @@ def _emit_nystroem(b, x, est, out):
 
 
 def _emit_rbf_sampler(b, x, est, out):
-    """``sqrt(2 / n_components) cos(X W + offset)`` (Rahimi & Recht's random features)."""
+    """``sqrt(2 / n_components) cos(X W + offset)`` (Rahimi & Recht's random features).
+
+    The argument of the cosine is computed in float64 in a float32 graph too: cos
+    has period 2 pi, and at ``|X W| ~ 1e6`` float32's spacing (0.06) moves it by a
+    visible fraction of a period, which changed labels (issue 38). Only the float32
+    input's own rounding is left; the cosine is cast back to float32.
+    """
     from sklearn.utils.validation import check_is_fitted
 
+    _, helper, _ = _import_onnx()
     check_is_fitted(est, "random_weights_")
     W = np.asarray(est.random_weights_, dtype=np.float64)
-    proj = b.op("Add", [b.op("MatMul", [x, b.const("w", W)]),
-                        b.const("offset", np.asarray(est.random_offset_)[None, :])])
+    wide = b.dtype == np.float32
+    x64 = b.op("Cast", [x], to=helper.TensorProto.DOUBLE) if wide else x
+    proj = b.op("Add", [b.op("MatMul", [x64, b.const("w", W, np.float64)]),
+                        b.const("offset", np.asarray(est.random_offset_)[None, :],
+                                np.float64)])
+    cos = b.op("Cos", [proj])
+    if wide:
+        cos = b.op("Cast", [cos], to=helper.TensorProto.FLOAT)
     scale = b.const("scale", np.sqrt(2.0 / est.n_components))
-    return b.op("Mul", [b.op("Cos", [proj]), scale], out=out)
+    return b.op("Mul", [cos, scale], out=out)
 
 
 def _n_peer_outputs(est):
@@ -605,8 +618,55 @@ def _pipeline_to_onnx(pipe, X_sample, dtype, target_opset):
     else:
         n_features = np.asarray(X_sample).shape[1]
     ttype = DoubleTensorType if dtype == np.float64 else FloatTensorType
-    return skl_to_onnx(pipe, initial_types=[("X", ttype([None, n_features]))],
-                       target_opset=target_opset, options=_peer_classifier_options(pipe))
+    proto = skl_to_onnx(pipe, initial_types=[("X", ttype([None, n_features]))],
+                        target_opset=target_opset, options=_peer_classifier_options(pipe))
+    return _declare_inferred_output_shapes(proto)
+
+
+def _declare_inferred_output_shapes(proto):
+    """Declare each graph output with the shape ONNX's shape inference gives its node.
+
+    skl2onnx (1.20) declares the scores of a binary ``LinearSVC`` (``raw_scores``) as
+    ``(N, 1)`` while its ``LinearClassifier`` node returns ``(N, 2)``; onnxruntime then
+    warns and a consumer that trusts the declaration reads a wrong shape. Where the
+    inference knows a dimension that the declaration contradicts (or the ranks
+    differ), the inferred shape is declared, the batch dimension kept symbolic.
+    """
+    import onnx
+    from onnx import shape_inference
+
+    bare = onnx.ModelProto()
+    bare.CopyFrom(proto)
+    for o in bare.graph.output:
+        o.type.tensor_type.ClearField("shape")
+    try:
+        inferred = shape_inference.infer_shapes(bare, strict_mode=False)
+    except Exception:  # inference is a check here, never a reason to fail an export
+        return proto
+    shapes = {o.name: o.type.tensor_type for o in inferred.graph.output}
+    for o in proto.graph.output:
+        t = shapes.get(o.name)
+        if t is None or not t.HasField("shape") or not o.type.tensor_type.HasField("shape"):
+            continue
+        got, declared = t.shape.dim, o.type.tensor_type.shape.dim
+        wrong = len(got) != len(declared) or any(
+            g.HasField("dim_value") and d.HasField("dim_value") and g.dim_value != d.dim_value
+            for g, d in zip(got, declared))
+        if not wrong:
+            continue
+        new = [g.dim_value if g.HasField("dim_value") else None for g in got]
+        if len(declared) and len(new):  # keep the declared batch dimension
+            new[0] = declared[0].dim_value if declared[0].HasField("dim_value") else \
+                (declared[0].dim_param or None)
+        shape = o.type.tensor_type.shape
+        shape.ClearField("dim")
+        for v in new:
+            dim = shape.dim.add()
+            if isinstance(v, int):
+                dim.dim_value = v
+            elif v:
+                dim.dim_param = v
+    return proto
 
 
 def _peer_classifier_options(pipe):

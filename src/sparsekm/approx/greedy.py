@@ -38,7 +38,7 @@ from ..backend import resident, solver_kernel
 from ..kernels import Kernel, estimator_kernel, resolve_kernel
 from ..parallel import dask_rowwise, is_dask_array
 from ..persistence import register, spec
-from ..utils.validation import check_array, check_scalar, validate_X
+from ..utils.validation import OutputContainerMixin, check_array, check_scalar, validate_X
 
 __all__ = ["GreedyBasis", "greedy_basis", "pivoted_cholesky"]
 
@@ -251,7 +251,8 @@ def _first_pivot(kernel, X, init, rng):
 
 
 @register
-class GreedyBasis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+class GreedyBasis(ClassNamePrefixFeaturesOutMixin, OutputContainerMixin, TransformerMixin,
+                  BaseEstimator):
     """Training-set approximation by greedily selected basis vectors (Algorithm 1).
 
     Selects ``m <= n_basis`` training points ``X_r`` whose images span a subspace

@@ -37,7 +37,7 @@ from ..expansion import KernelExpansion
 from ..kernels import estimator_kernel
 from ..parallel import dask_rowwise, is_dask_array
 from ..preimage import _normalise_method, preimage
-from ..utils.validation import check_scalar, validate_X
+from ..utils.validation import OutputContainerMixin, check_scalar, validate_X
 
 __all__ = ["KernelPCA", "linear_pca_denoise"]
 
@@ -83,7 +83,8 @@ def _top_eigh(K, k):
 
 
 @persistence.register
-class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+class KernelPCA(ClassNamePrefixFeaturesOutMixin, OutputContainerMixin, TransformerMixin,
+                BaseEstimator):
     """Kernel principal component analysis with pre-images (eq. 32–36, 42).
 
     Parameters

@@ -28,7 +28,7 @@ from ..expansion import KernelExpansion
 from ..kernels import estimator_kernel
 from ..parallel import dask_rowwise
 from ..persistence import register, spec
-from ..utils.validation import check_scalar, validate_X
+from ..utils.validation import OutputContainerMixin, check_scalar, validate_X
 
 __all__ = ["RandomizedKernelPCA"]
 
@@ -37,7 +37,8 @@ _SOLVERS = ("orthogonal-iteration", "lanczos")
 
 
 @register
-class RandomizedKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+class RandomizedKernelPCA(ClassNamePrefixFeaturesOutMixin, OutputContainerMixin, TransformerMixin,
+                          BaseEstimator):
     """Kernel PCA whose eigenvectors come from a randomized Gram matrix ``K_hat``.
 
     The Gram matrix is replaced by an unbiased random matrix (``E[K_hat] = K``,
