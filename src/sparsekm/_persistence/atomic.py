@@ -95,6 +95,34 @@ def _lock(fd):
     fcntl.flock(fd, fcntl.LOCK_EX)
 
 
+def _locked_tmp(directory, base, path):
+    """A new temporary file ``.<base>.<random>.skm-tmp`` in ``directory``, created and locked.
+
+    Between ``mkstemp`` and ``flock`` another save to the same path may take the fresh,
+    still unlocked file for an orphan and remove it (issue 38: 4 of 160 concurrent saves
+    failed with ``FileNotFoundError``). So, once locked, the name must still be this
+    file; if not, a new one is made. Once locked and checked, no other save removes it.
+    """
+    for _ in range(16):
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=f".{base}.", suffix=_TMP_SUFFIX, dir=directory)
+        except OSError as exc:
+            raise _save_error(exc, path) from exc
+        try:
+            _lock(fd)
+            if os.path.samestat(os.fstat(fd), os.lstat(tmp)):
+                return fd, tmp
+        except FileNotFoundError:
+            pass  # removed as an orphan by a concurrent save before we locked it
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)
+    raise OSError(errno.EAGAIN, f"cannot save to {path!r}: its temporary file was removed "
+                                "16 times by concurrent saves; any previous file there is "
+                                "left intact")
+
+
 def _save_error(exc, path):
     """The same kind of OSError, naming the target path instead of the temporary file."""
     reason = exc.strerror or str(exc)
@@ -177,12 +205,8 @@ def save(obj, path, *, key=None, force=False):
                          f"{_MAX_META_BYTES}); store large data as arrays.")
     directory = os.path.dirname(os.path.abspath(path))
     base = os.path.basename(path)
+    fd, tmp = _locked_tmp(directory, base, path)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{base}.", suffix=_TMP_SUFFIX, dir=directory)
-    except OSError as exc:
-        raise _save_error(exc, path) from exc
-    try:
-        _lock(fd)
         _remove_orphans(directory, base, tmp)
         try:
             with os.fdopen(os.dup(fd), "wb") as fh:
@@ -219,9 +243,10 @@ def save(obj, path, *, key=None, force=False):
         except OSError as exc:
             raise _save_error(exc, path) from exc
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
+        try:  # our own temporary file only (the name is still the file we locked)
+            if os.path.samestat(os.fstat(fd), os.lstat(tmp)):
+                os.unlink(tmp)
+        except OSError:
             pass
         raise
     finally:

