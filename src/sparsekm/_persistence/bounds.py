@@ -7,6 +7,8 @@ import math
 _MAX_META_BYTES = 64 * 2**20
 _MAX_MEMBERS = 100_000
 _MAX_NDIM = 32
+#: Estimators inside estimators (a Pipeline's steps, a wrapper's members), outermost = 1.
+_MAX_ESTIMATOR_DEPTH = 6
 _CHUNK = 2**20
 
 #: Derived allocations (array dimensions, outputs of an expansion) may not exceed
