@@ -19,6 +19,8 @@ from sparsekm._persistence import atomic
 from sparsekm.kernels import RBF
 from sparsekm.models import KernelFisherDiscriminant
 
+from .test_persistence_hardening import _edit
+
 KEY = b"issue 38 key"
 
 
@@ -170,3 +172,103 @@ def test_estimators_nested_too_deep_are_refused(tmp_path):
     save(_nested_pipeline(7), path)
     with pytest.raises(FormatError, match="nested more than 6 deep"):
         load(path)
+
+
+# -- item 6: fitted state consistent across attributes -----------------------------------
+def _state(meta):
+    return meta["object"]["state"]
+
+
+def _replace_array(members, meta, ref_node, array):
+    """Store ``array`` (raw, unchecked bytes) in place of the array ``ref_node`` names."""
+    import io
+
+    buf = io.BytesIO()
+    np.lib.format.write_array(buf, array, allow_pickle=False)
+    ref = ref_node["ref"]
+    members[f"arrays/{ref}.npy"] = buf.getvalue()
+    meta["arrays"][ref].update(dtype=array.dtype.str, shape=list(array.shape))
+
+
+@pytest.fixture(scope="module")
+def ovo_reduced(data):
+    from sklearn.svm import SVC
+
+    from sparsekm.models import ReducedSetClassifier
+
+    X, y = data
+    return ReducedSetClassifier(SVC(C=10), n_vectors=4, random_state=0).fit(X, y)
+
+
+def test_deleting_scheme_is_refused(tmp_path, ovo_reduced, data):
+    """A one-vs-one model over 3 classes has 3 pairwise outputs, as many as one-vs-rest:
+    without scheme_ it loaded as one-vs-rest and its predictions changed."""
+    X, _ = data
+    assert ovo_reduced.scheme_ == "ovo" and len(ovo_reduced.classes_) == 3
+    src, dst = tmp_path / "ovo.skm", tmp_path / "edited.skm"
+    save(ovo_reduced, src)
+    np.testing.assert_array_equal(load(src).predict(X), ovo_reduced.predict(X))
+    _edit(src, dst, lambda m, _: _state(m).pop("scheme_"))
+    with pytest.raises(FormatError, match="scheme_"):
+        load(dst)
+    _edit(src, dst, lambda m, _: _state(m).update(scheme_="binary"))
+    with pytest.raises(FormatError, match="scheme_ 'binary' with 3 classes"):
+        load(dst)
+    _edit(src, dst, lambda m, _: _state(m).update(vote_="majority"))
+    with pytest.raises(FormatError, match="vote_"):
+        load(dst)
+
+
+def test_label_binarizer_type_contradicting_classes_refused(tmp_path, data):
+    from sklearn.multiclass import OneVsRestClassifier
+
+    X, y = data
+    ovr = OneVsRestClassifier(KernelFisherDiscriminant(kernel=RBF(0.5))).fit(X, y == 1)
+    src, dst = tmp_path / "ovr.skm", tmp_path / "edited.skm"
+    save(ovr, src)
+    load(src)
+    _edit(src, dst, lambda m, _: _state(m)["label_binarizer_"]["state"].update(
+        y_type_="multiclass"))   # before: loaded and always predicted class 0
+    with pytest.raises(FormatError, match="y_type_ 'multiclass' contradicts 2 classes_"):
+        load(dst)
+
+
+@pytest.mark.parametrize("attr,value", [("K_fit_all_", float("nan")),
+                                        ("K_fit_all_", float("inf")),
+                                        ("K_fit_rows_", float("nan")),
+                                        ("eigenvalues_", float("-inf"))])
+def test_kernel_pca_non_finite_state_refused(tmp_path, data, attr, value):
+    from sparsekm.models import KernelPCA
+
+    X, _ = data
+    kpca = KernelPCA(n_components=3, kernel=RBF(0.5)).fit(X)
+    src, dst = tmp_path / "kpca.skm", tmp_path / "edited.skm"
+    save(kpca, src)
+
+    def edit(meta, members):
+        node = _state(meta)[attr]
+        if isinstance(node, float):
+            _state(meta)[attr] = value
+        else:
+            a = getattr(kpca, attr).copy()
+            a[0] = value
+            _replace_array(members, meta, node, a)
+    _edit(src, dst, edit)   # before: loaded, transform returned all-NaN
+    with pytest.raises(FormatError, match=f"{attr}.*non-finite"):
+        load(dst)
+
+
+def test_text_beyond_unicode_refused(tmp_path, data):
+    X, y = data
+    labels = np.array(["ab", "cd"])[(y == 1).astype(int)]
+    clf = KernelFisherDiscriminant(kernel=RBF(0.5)).fit(X, labels)
+    src, dst = tmp_path / "text.skm", tmp_path / "edited.skm"
+    save(clf, src)
+
+    def edit(meta, members):
+        codes = clf.classes_.view(np.uint32).copy()
+        codes[0] = 0x110000
+        _replace_array(members, meta, _state(meta)["classes_"], codes.view(clf.classes_.dtype))
+    _edit(src, dst, edit)   # before: loaded, then SystemError when the labels were used
+    with pytest.raises(FormatError, match="code point 0x110000"):
+        load(dst)

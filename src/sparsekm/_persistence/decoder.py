@@ -20,6 +20,10 @@ from .registry import (
 )
 from .spec import _Ctx
 
+# The multi-class scheme of a classifier made of one expansion, saved together.
+_SCHEME_ATTRS = ("scheme_", "decision_function_shape_", "break_ties_", "vote_")
+_SCHEME_VALUES = {"scheme_": ("binary", "ovr", "ovo"), "decision_function_shape_": ("ovr", "ovo"),
+                  "vote_": ("svc", "ovo-classifier")}
 _JSON_SCALARS = frozenset((type(None), bool, int, float, str))  # what json.loads returns
 _EXPANSION_KEYS = frozenset(("__type__", "vectors", "coef", "kernel", "intercept"))
 _ESTIMATOR_KEYS = frozenset(("__type__", "class", "params", "state"))
@@ -263,8 +267,40 @@ class _Decoder:
                               f"output(s) (expected {want}).")
         if "classes_" in d and np.unique(d["classes_"]).size != len(d["classes_"]):
             self.fail(f"{where}.classes_ has repeated labels.")
+        self.validate_scheme(obj, cls, where)
         if is_pipeline:
             self.validate_pipeline(obj)
+
+    def validate_scheme(self, obj, cls, where):
+        """The multi-class scheme (``scheme_`` and the attributes saved with it) against
+        ``classes_`` and the expansion's outputs.
+
+        Files written before ``scheme_`` existed hold none of the four attributes (and
+        binary or one-vs-rest machines); a file holding some but not all was edited:
+        without ``scheme_`` a one-vs-one model would load as one-vs-rest.
+        """
+        group = [k for k in _SCHEME_ATTRS if k in _declaration(cls)]
+        if "scheme_" not in group:
+            return
+        d = vars(obj)
+        present = [k for k in group if k in d]
+        if present and len(present) != len(group):
+            self.fail(f"{where} has {present} but lacks {[k for k in group if k not in d]}: "
+                      "these are saved together (files written before scheme_ existed have "
+                      "none); without scheme_ a one-vs-one model would load as one-vs-rest.")
+        if not present:
+            return
+        scheme = d["scheme_"]
+        for k, allowed in _SCHEME_VALUES.items():
+            if k in d and d[k] not in allowed:
+                self.fail(f"{where}.{k} is {str(d[k])[:40]!r}; expected one of {allowed}.")
+        exp, classes = d.get("expansion_"), d.get("classes_")
+        if exp is not None and classes is not None:
+            n = len(classes)
+            want = {"binary": 1, "ovr": n, "ovo": n * (n - 1) // 2}[scheme]
+            if exp.n_outputs != want or (scheme == "binary" and n != 2):
+                self.fail(f"{where}.scheme_ {scheme!r} with {n} classes needs {want} "
+                          f"output(s); expansion_ has {exp.n_outputs}.")
 
     def validate_pipeline(self, pipe):
         steps = pipe.steps

@@ -172,6 +172,11 @@ def _check_label_binarizer(est):
         raise ValueError("neg_label must be smaller than pos_label.")
     if est.classes_.size < 1 or np.unique(est.classes_).size != est.classes_.size:
         raise ValueError("classes_ must be distinct labels.")
+    # scikit-learn's type_of_target: at most 2 labels are "binary", more "multiclass"
+    n = est.classes_.size
+    if (est.y_type_ == "binary" and n > 2) or (est.y_type_ == "multiclass" and n <= 2):
+        raise ValueError(f"y_type_ {est.y_type_!r} contradicts {n} classes_ (binary: at most "
+                         "2 classes, multiclass: more).")
 
 
 def _check_members(est, want):

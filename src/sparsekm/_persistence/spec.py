@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .format import _DTYPE_KINDS, FormatError
@@ -40,15 +42,23 @@ class _Attr:
 
     kind = "value"
 
-    def __init__(self, *, optional=False, nullable=False):
-        self.optional, self.nullable = optional, nullable
+    def __init__(self, *, optional=False, nullable=False, finite=False):
+        self.optional, self.nullable, self.finite = optional, nullable, bool(finite)
 
     def check(self, value, ctx):
         if value is None:
             if not self.nullable:
                 ctx.fail(f"expected {self.describe()}, found None.")
             return value
-        return self._check(value, ctx)
+        value = self._check(value, ctx)
+        if self.finite:
+            if isinstance(value, np.ndarray):
+                bad = value.dtype.kind in "fc" and not np.all(np.isfinite(value))
+            else:
+                bad = isinstance(value, float) and not math.isfinite(value)
+            if bad:
+                ctx.fail("holds non-finite values (NaN or inf); a fitted model has none here.")
+        return value
 
     def describe(self):
         return self.kind
@@ -230,7 +240,8 @@ class spec:
     or a symbol ``str``: every use of one symbol within one object must have the same
     size (``("n_terms", "n_features")`` for the vectors, ``bind="n_features"`` for
     ``n_features_in_``). Every builder takes ``optional=True`` (the attribute may be
-    absent) and ``nullable=True`` (it may be ``None``).
+    absent), ``nullable=True`` (it may be ``None``) and ``finite=True`` (floats and
+    float arrays may hold no NaN or inf: checked on load).
     """
 
     @staticmethod
@@ -240,7 +251,7 @@ class spec:
 
     @staticmethod
     def float(**kw):
-        """A Python ``float`` (NaN and inf allowed)."""
+        """A Python ``float`` (NaN and inf allowed unless ``finite=True``)."""
         return _Scalar("float", (float,), **kw)
 
     @staticmethod

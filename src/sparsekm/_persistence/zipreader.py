@@ -313,6 +313,11 @@ class _Archive:
             self.fail(f"could not read array {name!r}: {exc}")
         if hashlib.sha256(buf).hexdigest() != digest:
             self.fail(f"checksum mismatch for array {name!r}; the file is corrupted.")
+        if dtype.kind == "U" and n_bytes:  # code points beyond Unicode: SystemError later
+            codes = np.frombuffer(buf, dtype=np.dtype("u4").newbyteorder(dtype.byteorder))
+            if codes.max() > 0x10FFFF:
+                self.fail(f"text array {name!r} holds code point {int(codes.max()):#x}, beyond "
+                          "Unicode's last (U+10FFFF).")
         if fortran_order:
             return np.frombuffer(buf, dtype=dtype).reshape(shape[::-1]).T
         return np.frombuffer(buf, dtype=dtype).reshape(shape)
