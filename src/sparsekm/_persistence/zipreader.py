@@ -54,18 +54,26 @@ def _zip_directory(fh, file_size, path):
         i = tail.rfind(b"PK\x05\x06")
         if i < 0 or i + _EOCD.size > len(tail):
             fail("not a sparsekm file (no ZIP end-of-directory record).")
-    _, disk, cd_disk, n_disk, n_entries, cd_size, cd_offset, _ = _EOCD.unpack_from(tail, i)
+    _, disk, cd_disk, n_disk, n_entries, cd_size, cd_offset, n_comment = \
+        _EOCD.unpack_from(tail, i)
+    if n_comment or i + _EOCD.size != len(tail):
+        fail(f"{len(tail) - i - _EOCD.size} byte(s) after the ZIP end record (an archive "
+             "comment or appended data); sparsekm files end with the end record.")
     eocd_pos = file_size - tail_len + i
     end_of_cd = eocd_pos
     if eocd_pos >= _EOCD64_LOCATOR.size + _EOCD64.size:
         fh.seek(eocd_pos - _EOCD64_LOCATOR.size)
-        sig, disk64, _, n_disks = _EOCD64_LOCATOR.unpack(fh.read(_EOCD64_LOCATOR.size))
+        sig, disk64, at64, n_disks = _EOCD64_LOCATOR.unpack(fh.read(_EOCD64_LOCATOR.size))
         if sig == b"PK\x06\x07":  # zipfile then reads the ZIP64 record just before it
             if disk64 != 0 or n_disks > 1:
                 fail("multi-disk ZIP archives are not sparsekm files.")
             fh.seek(eocd_pos - _EOCD64_LOCATOR.size - _EOCD64.size)
             rec = _EOCD64.unpack(fh.read(_EOCD64.size))
             if rec[0] == b"PK\x06\x06":
+                if rec[1] != _EOCD64.size - 12 or \
+                        at64 != eocd_pos - _EOCD64_LOCATOR.size - _EOCD64.size:
+                    fail("the ZIP64 end record has an extensible data sector or is not where "
+                         "its locator says; sparsekm files have neither.")
                 disk, cd_disk, n_disk, n_entries, cd_size, cd_offset = rec[4:10]
                 end_of_cd = eocd_pos - _EOCD64_LOCATOR.size - _EOCD64.size
     if disk != 0 or cd_disk != 0 or n_disk != n_entries:
@@ -85,11 +93,31 @@ def _zip_directory(fh, file_size, path):
         h = _CENTRAL.unpack_from(cd, pos)
         if h[0] != b"PK\x01\x02":
             fail("malformed ZIP central directory.")
+        name = cd[pos + _CENTRAL.size:pos + _CENTRAL.size + h[10]]
+        extra = cd[pos + _CENTRAL.size + h[10]:pos + _CENTRAL.size + h[10] + h[11]]
+        if b"\0" in name:  # zipfile cuts the name there: the rest would be unauthenticated
+            fail(f"member name {name[:60]!r} holds a NUL byte.")
+        if h[12]:
+            fail(f"member {name[:60]!r} carries a {h[12]}-byte comment; sparsekm files have none.")
+        _zip64_only(extra, name, fail)
         pos += _CENTRAL.size + h[10] + h[11] + h[12]
         count += 1
     if count != n_entries or pos != len(cd):
         fail(f"the ZIP directory declares {n_entries} members but holds {count}.")
     return n_entries, cd_offset, cd_size
+
+
+def _zip64_only(extra, name, fail):
+    """An extra field may hold ZIP64 sizes (what :mod:`zipfile` writes) and nothing else."""
+    pos = 0
+    while pos < len(extra):
+        if pos + 4 > len(extra):
+            fail(f"member {name[:60]!r}: malformed extra field.")
+        tag, n = struct.unpack_from("<2H", extra, pos)
+        if tag != 1 or n % 8 or n > 24 or pos + 4 + n > len(extra):
+            fail(f"member {name[:60]!r}: extra field {tag:#06x} of {n} bytes; sparsekm files "
+                 "carry only ZIP64 sizes there.")
+        pos += 4 + n
 
 
 class _Archive:
@@ -139,6 +167,9 @@ class _Archive:
             name = info.filename
             if info.header_offset < end:
                 self.fail(f"member {name!r} overlaps the previous member.")
+            if info.header_offset > end:  # every byte belongs to a header or a member's data
+                self.fail(f"{info.header_offset - end} byte(s) before member {name!r} belong to "
+                          "no member (data prepended, or a gap between members).")
             fh.seek(info.header_offset)
             raw = fh.read(_LOCAL.size)
             if len(raw) != _LOCAL.size:
@@ -165,9 +196,13 @@ class _Archive:
                           f"{usize} bytes, method {method}) disagrees with the central "
                           f"directory ({info.file_size} bytes, method {info.compress_type}); "
                           "the file was tampered with.")
+            _zip64_only(extra, name, self.fail)
             end = info.header_offset + _LOCAL.size + n_name + n_extra + csize
             if end > cd_offset:
                 self.fail(f"member {name!r} runs into the ZIP central directory.")
+        if end != cd_offset:
+            self.fail(f"{cd_offset - end} byte(s) between the last member's data and the ZIP "
+                      "central directory belong to no member.")
 
     def _zip64_sizes(self, extra, usize, csize, name):
         pos = 0
