@@ -5,6 +5,7 @@ file verified and decoded from the same bytes, every byte of its container accou
 for; fitted state consistent across attributes; concurrent saves to one path.
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -20,7 +21,7 @@ from sparsekm._persistence import atomic
 from sparsekm.kernels import RBF
 from sparsekm.models import KernelFisherDiscriminant
 
-from .test_persistence_hardening import _edit, _members
+from .test_persistence_hardening import _edit, _members, _write
 
 KEY = b"issue 38 key"
 
@@ -354,3 +355,98 @@ def test_signed_file_with_unauthenticated_bytes_refused(tmp_path, kfd, attack):
         load(dst, key=KEY)
     with pytest.raises(FormatError, match=match):
         load(dst)   # the container is checked whatever the key
+
+
+# -- items 1 and 2: memory counted at every reference and decoded object -------------------
+def _craft(path, obj, arrays):
+    """A file holding ``obj`` (a JSON tree) and ``arrays``, digests correct, as save lays out."""
+    import hashlib
+    import io
+
+    meta = {"format": "sparsekm", "schema_version": 1, "object": obj, "arrays": {}}
+    members = {"meta.json": None}
+    for name, a in arrays.items():
+        buf = io.BytesIO()
+        np.lib.format.write_array(buf, a, allow_pickle=False)
+        members[f"arrays/{name}.npy"] = buf.getvalue()
+        meta["arrays"][name] = {"dtype": a.dtype.str, "shape": list(a.shape),
+                                "sha256": hashlib.sha256(a.tobytes()).hexdigest()}
+    members["meta.json"] = json.dumps(meta).encode()
+    _write(path, members)
+
+
+def _traced_load(path):
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        return load(path)
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        _traced_load.peak = peak
+
+
+def _expansion_node(vectors="a0", coef="a1"):
+    return {"__type__": "expansion", "vectors": {"__type__": "ndarray", "ref": vectors},
+            "coef": {"__type__": "ndarray", "ref": coef},
+            "kernel": {"__type__": "kernel", "spec": {"name": "RBF", "params": {"gamma": 1.0}}},
+            "intercept": 0.0}
+
+
+def test_repeated_references_to_one_array_are_counted(tmp_path):
+    """40 expansions referencing one float16 array: a 2.4 MB file allocated 395 MB (161 x;
+    each KernelExpansion copies its arrays as float64). Every reference now counts."""
+    from sparsekm._persistence.bounds import LOAD_FACTOR, LOAD_SLACK
+
+    arrays = {"a0": np.ones((20_000, 60), np.float16), "a1": np.ones(20_000, np.float16)}
+    path = tmp_path / "refs.skm"
+    _craft(path, [_expansion_node()] * 40, arrays)
+    size = os.path.getsize(path)
+    with pytest.raises(FormatError, match="every reference to an array"):
+        _traced_load(path)
+    assert _traced_load.peak < LOAD_FACTOR * size + LOAD_SLACK
+    _craft(path, [_expansion_node()], arrays)   # one reference: within the budget, loads
+    psi = _traced_load(path)[0]
+    assert psi.vectors.shape == (20_000, 60)
+    assert _traced_load.peak < LOAD_FACTOR * os.path.getsize(path) + LOAD_SLACK
+
+
+def test_feature_names_are_counted_as_python_strings(tmp_path):
+    """A unicode array becomes one Python str per element, ~22 times its stored size: a
+    4 MB array of one-character names loaded as 88 MB, 5 references as 424 MB."""
+    from sklearn.preprocessing import StandardScaler
+
+    from sparsekm._persistence.bounds import LOAD_FACTOR, LOAD_SLACK
+
+    n = 1_000_000
+    names = np.array([chr(0x4E00 + i % 20_000) for i in range(n)])
+    scaler = StandardScaler(with_mean=False, with_std=False).fit(np.ones((3, 2)))
+    src, path = tmp_path / "scaler.skm", tmp_path / "names.skm"
+    save(scaler, src)
+    node = json.loads(_members(src)["meta.json"])["object"]
+    node["state"].update(n_features_in_=n,
+                         feature_names_in_={"__type__": "ndarray", "ref": "a0"})
+    _craft(path, [node] * 5, {"a0": names})
+    with pytest.raises(FormatError, match="allocate more than"):
+        _traced_load(path)
+    assert _traced_load.peak < LOAD_FACTOR * os.path.getsize(path) + LOAD_SLACK
+
+
+def test_real_models_with_many_named_features_load(tmp_path):
+    """What save writes stays well inside the budget: a pipeline fitted on a DataFrame
+    with 5,000 named columns (its feature names stored twice)."""
+    pd = pytest.importorskip("pandas")
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(30, 5000)),
+                     columns=[f"pixel_{i:05d}_intensity" for i in range(5000)])
+    y = (X.iloc[:, 0] > 0).to_numpy()
+    pipe = make_pipeline(StandardScaler(), KernelFisherDiscriminant(kernel=RBF(1e-3))).fit(X, y)
+    path = tmp_path / "wide.skm"
+    save(pipe, path)
+    loaded = load(path)
+    np.testing.assert_array_equal(loaded.decision_function(X), pipe.decision_function(X))
+    assert list(loaded.feature_names_in_) == list(X.columns)

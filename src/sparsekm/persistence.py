@@ -38,7 +38,13 @@ Every violation raises :class:`FormatError` (a ``ValueError``) naming the proble
 """
 
 from ._persistence.atomic import save
-from ._persistence.bounds import ALLOCATION_FACTOR, ALLOCATION_SLACK, PROJECTION_ALLOWANCE
+from ._persistence.bounds import (
+    ALLOCATION_FACTOR,
+    ALLOCATION_SLACK,
+    LOAD_FACTOR,
+    LOAD_SLACK,
+    PROJECTION_ALLOWANCE,
+)
 from ._persistence.encoder import _Encoder  # noqa: F401 - used by benchmarks and tests
 from ._persistence.format import SCHEMA_VERSION, FormatError, UnverifiedSignatureWarning
 from ._persistence.loader import load
@@ -53,7 +59,7 @@ from ._persistence.spec import spec
 
 __all__ = ["save", "load", "register", "FormatError", "UnverifiedSignatureWarning",
            "SCHEMA_VERSION", "spec", "ALLOCATION_FACTOR", "ALLOCATION_SLACK",
-           "PROJECTION_ALLOWANCE"]
+           "PROJECTION_ALLOWANCE", "LOAD_FACTOR", "LOAD_SLACK"]
 
 # The public face: these objects are documented (and named in tracebacks) here.
 for _obj in (save, load, register, spec, FormatError, UnverifiedSignatureWarning):

@@ -32,6 +32,43 @@ _META_COST_PER_TOKEN = 160
 _META_COST_PER_BYTE = 2
 _META_ALLOWANCE = 16 * 2**20
 
+#: Everything :func:`load` allocates that grows with a file's content is counted where
+#: it is allocated (:class:`_Memory`), at every reference: all together at most
+#: ``LOAD_FACTOR * file_size + LOAD_SLACK`` bytes. Counted: the file itself when read
+#: into memory (``key=``), the parse cost of ``meta.json`` (estimated as above), each
+#: array at each reference to it, the copies a kernel expansion makes of its arrays,
+#: each Python ``str`` a text array becomes (``feature_names_in_``), and each estimator,
+#: expansion and kernel built. A file ``save`` wrote counts about twice its size.
+LOAD_FACTOR = 4
+LOAD_SLACK = 16 * 2**20
+#: A Python ``str`` decoded from a text array: object header, the pointer to it and
+#: alignment (measured: 76-80 bytes for a one-character str, 50 for ASCII) plus at most
+#: the 4 bytes per character the array stores.
+_STR_OVERHEAD = 88
+_ESTIMATOR_COST = 4096   # instance, its __dict__, parameters, validation (measured ~2 KB)
+_NODE_COST = 1024        # a kernel or an expansion object
+
+
+class _Memory:
+    """The load's memory account: ``charge`` before (or as) each allocation."""
+
+    def __init__(self, file_size, fail):
+        self.file_size, self.fail = file_size, fail
+        self.limit = LOAD_FACTOR * file_size + LOAD_SLACK
+        self.used = 0
+
+    def charge(self, n_bytes, what):
+        self.used += int(n_bytes)
+        if self.used > self.limit:
+            self.fail(f"loading it would allocate more than {self.limit} bytes ({what} brings "
+                      f"the count to {self.used}): over LOAD_FACTOR x file size + LOAD_SLACK "
+                      f"for a {self.file_size}-byte file; every reference to an array and every "
+                      "decoded object counts.")
+
+    def text(self, arr, what):
+        """A text array about to become Python ``str`` objects."""
+        self.charge(arr.size * (_STR_OVERHEAD + arr.dtype.itemsize), what)
+
 
 def _nominal_bytes(shape, itemsize):
     """Bytes of the array with every zero dimension counted as one."""

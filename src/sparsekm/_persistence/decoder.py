@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 
-from .bounds import _MAX_ESTIMATOR_DEPTH, _projection_bytes
+from .bounds import _ESTIMATOR_COST, _MAX_ESTIMATOR_DEPTH, _NODE_COST, _projection_bytes
 from .format import FormatError
 from .registry import (
     _CLASSES,
@@ -42,6 +42,7 @@ class _Decoder:
         self.cache: dict[str, np.ndarray] = {}
         self.kernels: dict[str, object] = {}
         self.depth = 0  # estimators being decoded, one inside the other
+        self.memory = archive.memory
 
     def fail(self, msg):
         raise FormatError(f"{self.path}: {msg}")
@@ -52,6 +53,9 @@ class _Decoder:
         ref = node["ref"]
         if not isinstance(ref, str) or ref not in self.specs:
             self.fail(f"reference to undeclared array {str(ref)[:40]!r}.")
+        # Counted at every reference, not once per array: save never writes two
+        # references to one array, and whoever holds a reference may copy it.
+        self.memory.charge(self.specs[ref][2], f"array {ref!r}")
         if ref not in self.cache:
             self.cache[ref] = self.archive.read_array(ref, *self.specs[ref])
         return self.cache[ref]
@@ -101,6 +105,7 @@ class _Decoder:
             self.fail("malformed kernel node.")
         if ident in self.kernels:  # the same kernel (kernel_ and expansion_.kernel): built once
             return self.kernels[ident]
+        self.memory.charge(_NODE_COST, "a kernel")
         need = _projection_bytes(spec, self.fail)
         if need:
             self.archive.projection_used += need
@@ -121,6 +126,9 @@ class _Decoder:
             self.fail("malformed expansion node.")
         vectors, coef = self.decode(node["vectors"]), self.decode(node["coef"])
         kernel, intercept = self.decode(node["kernel"]), self.decode(node["intercept"])
+        # KernelExpansion copies its arrays (as float64 when stored narrower)
+        self.memory.charge(_NODE_COST + 8 * (getattr(vectors, "size", 0) + getattr(coef, "size", 0)),
+                           "a kernel expansion's copies of its arrays")
         for name, a, ndims in (("vectors", vectors, (2,)), ("coef", coef, (1, 2))):
             if not isinstance(a, np.ndarray) or a.dtype.kind != "f" or a.ndim not in ndims:
                 self.fail(f"expansion {name} must be a floating {ndims}-D array.")
@@ -164,6 +172,7 @@ class _Decoder:
             self.fail(f"{cls.__name__} is missing fitted attribute(s) {missing[:5]}; is this "
                       "file really a fitted "
                       f"{cls.__name__}?")
+        self.memory.charge(_ESTIMATOR_COST, f"a {cls.__name__}")
         self.depth += 1
         if self.depth > _MAX_ESTIMATOR_DEPTH:
             self.fail(f"estimators nested more than {_MAX_ESTIMATOR_DEPTH} deep (a {cls.__name__} "
@@ -171,7 +180,8 @@ class _Decoder:
                       "times more per level on every call.")
         params = self.params(cls, raw_params["items"])
         binds = {}
-        state = {k: attrs[k].check(self.decode(v), _Ctx(f"{self.path}: {cls.__name__}.{k}", binds))
+        state = {k: attrs[k].check(self.decode(v), _Ctx(f"{self.path}: {cls.__name__}.{k}", binds,
+                                                        self.memory))
                  for k, v in raw_state.items()}
         self.depth -= 1
         try:

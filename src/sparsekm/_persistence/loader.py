@@ -131,6 +131,7 @@ def _parse_meta(archive, raw):
         archive.fail(f"{_META} would cost about {cost} bytes to parse (its brackets, commas "
                      f"and colons), over the limit of {limit} bytes for a {archive.file_size}-"
                      "byte file; files written by save keep their bulk in arrays.")
+    archive.memory.charge(len(raw) + cost, f"{_META} and the estimated cost of parsing it")
     try:
         meta = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicate_keys)
     except RecursionError:
@@ -156,6 +157,8 @@ def _parse_meta(archive, raw):
 
 def _load_archive(zf, path, file_size, key, require_key, fh=None, directory=None):
     archive = _Archive(zf, path, file_size, fh, directory)
+    if key is not None:
+        archive.memory.charge(file_size, "the file, read into memory to verify it")
     signed = _SIGNATURE in archive.members
     if key is not None:
         archive.verify(key)

@@ -13,13 +13,13 @@ from .format import _DTYPE_KINDS, FormatError
 class _Ctx:
     """What a check needs: where we are (for messages) and the shape symbols bound so far."""
 
-    __slots__ = ("where", "binds")
+    __slots__ = ("where", "binds", "memory")
 
-    def __init__(self, where, binds):
-        self.where, self.binds = where, binds
+    def __init__(self, where, binds, memory=None):
+        self.where, self.binds, self.memory = where, binds, memory
 
     def at(self, suffix):
-        return _Ctx(f"{self.where}{suffix}", self.binds)
+        return _Ctx(f"{self.where}{suffix}", self.binds, self.memory)
 
     def fail(self, msg):
         raise FormatError(f"{self.where}: {msg}")
@@ -129,7 +129,10 @@ class _StrArray(_Array):
         return value
 
     def _check(self, value, ctx):
-        return super()._check(value, ctx).astype(object)
+        value = super()._check(value, ctx)
+        if ctx.memory is not None:  # one Python str per element: ~22 times the stored size
+            ctx.memory.text(value, ctx.where.rsplit(": ", 1)[-1])
+        return value.astype(object)
 
 
 class _Kernel(_Attr):
@@ -222,7 +225,7 @@ class _OneOf(_Attr):
     def _check(self, value, ctx):
         errors = []
         for option in self.options:
-            trial = _Ctx(ctx.where, dict(ctx.binds))
+            trial = _Ctx(ctx.where, dict(ctx.binds), ctx.memory)
             try:
                 out = option.check(value, trial)
             except FormatError as exc:

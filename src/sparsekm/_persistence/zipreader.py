@@ -21,6 +21,7 @@ from .bounds import (
     ALLOCATION_FACTOR,
     ALLOCATION_SLACK,
     PROJECTION_ALLOWANCE,
+    _Memory,
     _nominal_bytes,
 )
 from .format import _ARRAY_MEMBER, _DTYPE_KINDS, _META, _SIGNATURE, FormatError, _manifest_tag
@@ -128,6 +129,7 @@ class _Archive:
         self.budget = ALLOCATION_FACTOR * file_size + ALLOCATION_SLACK
         self.projection_budget = ALLOCATION_FACTOR * file_size + PROJECTION_ALLOWANCE
         self.projection_used = 0
+        self.memory = _Memory(file_size, self.fail)
         infos = zf.infolist()
         if directory is not None and len(infos) != directory[0]:
             self.fail(f"the ZIP directory declares {directory[0]} members but zipfile "
