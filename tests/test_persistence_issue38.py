@@ -450,3 +450,23 @@ def test_real_models_with_many_named_features_load(tmp_path):
     loaded = load(path)
     np.testing.assert_array_equal(loaded.decision_function(X), pipe.decision_function(X))
     assert list(loaded.feature_names_in_) == list(X.columns)
+
+
+def test_extra_fields_hold_zip64_sizes_only(tmp_path, kfd):
+    """ZIP64 records (what zipfile writes for large members) load; any other extra field
+    (here an extended timestamp: 9 bytes the tag does not cover) is refused."""
+    src, dst = tmp_path / "signed.skm", tmp_path / "extra.skm"
+    save(kfd, src, key=KEY)
+    members = _members(src)
+    with zipfile.ZipFile(dst, "w") as zf:
+        for name, data in members.items():
+            with zf.open(name, "w", force_zip64=True) as fh:
+                fh.write(data)
+    assert load(dst, key=KEY).intercept_ == kfd.intercept_
+    with zipfile.ZipFile(dst, "w") as zf:
+        for name, data in members.items():
+            info = zipfile.ZipInfo(name)
+            info.extra = b"UT\x05\x00\x01" + b"evil"
+            zf.writestr(info, data)
+    with pytest.raises(FormatError, match="extra field.*ZIP64"):
+        load(dst, key=KEY)

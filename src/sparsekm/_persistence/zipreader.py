@@ -100,7 +100,7 @@ def _zip_directory(fh, file_size, path):
             fail(f"member name {name[:60]!r} holds a NUL byte.")
         if h[12]:
             fail(f"member {name[:60]!r} carries a {h[12]}-byte comment; sparsekm files have none.")
-        _zip64_only(extra, name, fail)
+        _zip64_only(extra, name, fail, _central_zip64_values(h, extra))
         pos += _CENTRAL.size + h[10] + h[11] + h[12]
         count += 1
     if count != n_entries or pos != len(cd):
@@ -108,17 +108,35 @@ def _zip_directory(fh, file_size, path):
     return n_entries, cd_offset, cd_size
 
 
-def _zip64_only(extra, name, fail):
-    """An extra field may hold ZIP64 sizes (what :mod:`zipfile` writes) and nothing else."""
-    pos = 0
-    while pos < len(extra):
-        if pos + 4 > len(extra):
-            fail(f"member {name[:60]!r}: malformed extra field.")
-        tag, n = struct.unpack_from("<2H", extra, pos)
-        if tag != 1 or n % 8 or n > 24 or pos + 4 + n > len(extra):
-            fail(f"member {name[:60]!r}: extra field {tag:#06x} of {n} bytes; sparsekm files "
-                 "carry only ZIP64 sizes there.")
-        pos += 4 + n
+def _zip64_only(extra, name, fail, values=None):
+    """An extra field may hold one ZIP64 record (what :mod:`zipfile` writes) and nothing else.
+
+    ``values``: what the record must hold exactly (a central entry: the fields its header
+    marks 0xFFFFFFFF; a local header: both sizes), so that no byte of it goes unchecked.
+    """
+    if not extra:
+        return
+    tag, n = struct.unpack_from("<2H", extra) if len(extra) >= 4 else (None, None)
+    if tag != 1 or 4 + n != len(extra) or n % 8:
+        fail(f"member {name[:60]!r}: an extra field of {len(extra)} bytes other than one ZIP64 "
+             "record; sparsekm files carry only ZIP64 sizes there.")
+    if values is not None and list(struct.unpack_from(f"<{n // 8}Q", extra, 4)) != list(values):
+        fail(f"member {name[:60]!r}: its ZIP64 record disagrees with the sizes and offsets "
+             "the directory uses.")
+
+
+def _central_zip64_values(h, extra):
+    """The values a central entry's ZIP64 record must hold: those its header marks 0xFFFFFFFF,
+    in the order of the specification (as :mod:`zipfile` reads them)."""
+    if len(extra) < 4:
+        return None
+    n = struct.unpack_from("<2H", extra)[1]
+    fields = list(struct.unpack_from(f"<{n // 8}Q", extra, 4)) if len(extra) >= 4 + n else []
+    want = []
+    for marked in (h[9] == 0xFFFFFFFF, h[8] == 0xFFFFFFFF, h[16] == 0xFFFFFFFF):
+        if marked:
+            want.append(fields[len(want)] if len(want) < len(fields) else None)
+    return want
 
 
 class _Archive:
@@ -198,7 +216,7 @@ class _Archive:
                           f"{usize} bytes, method {method}) disagrees with the central "
                           f"directory ({info.file_size} bytes, method {info.compress_type}); "
                           "the file was tampered with.")
-            _zip64_only(extra, name, self.fail)
+            _zip64_only(extra, name, self.fail, (info.file_size, info.compress_size))
             end = info.header_offset + _LOCAL.size + n_name + n_extra + csize
             if end > cd_offset:
                 self.fail(f"member {name!r} runs into the ZIP central directory.")
