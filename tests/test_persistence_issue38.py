@@ -375,12 +375,12 @@ def _craft(path, obj, arrays):
     _write(path, members)
 
 
-def _traced_load(path):
+def _traced_load(path, key=None):
     import tracemalloc
 
     tracemalloc.start()
     try:
-        return load(path)
+        return load(path, key=key)
     finally:
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
@@ -470,3 +470,20 @@ def test_extra_fields_hold_zip64_sizes_only(tmp_path, kfd):
             zf.writestr(info, data)
     with pytest.raises(FormatError, match="extra field.*ZIP64"):
         load(dst, key=KEY)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_large_signed_expansions_load_within_the_budget(tmp_path, dtype):
+    """What save writes loads with its key: the buffer, each array and the expansion's copy
+    count about 3 x the file, under LOAD_FACTOR = 4."""
+    from sparsekm import KernelExpansion
+    from sparsekm._persistence.bounds import LOAD_FACTOR, LOAD_SLACK
+
+    rng = np.random.default_rng(0)
+    psi = KernelExpansion(rng.normal(size=(40_000, 50)).astype(dtype),
+                          rng.normal(size=40_000).astype(dtype), RBF(0.1))
+    path = tmp_path / "big.skm"
+    save({"a": psi, "b": psi}, path, key=KEY)
+    loaded = _traced_load(path, key=KEY)
+    np.testing.assert_array_equal(loaded["b"].vectors, psi.vectors)
+    assert _traced_load.peak < LOAD_FACTOR * os.path.getsize(path) + LOAD_SLACK

@@ -38,7 +38,8 @@ _META_ALLOWANCE = 16 * 2**20
 #: into memory (``key=``), the parse cost of ``meta.json`` (estimated as above), each
 #: array at each reference to it, the copies a kernel expansion makes of its arrays,
 #: each Python ``str`` a text array becomes (``feature_names_in_``), and each estimator,
-#: expansion and kernel built. A file ``save`` wrote counts about twice its size.
+#: expansion and kernel built. A file ``save`` wrote counts at most about twice its size
+#: (three times with ``key=``).
 LOAD_FACTOR = 4
 LOAD_SLACK = 16 * 2**20
 #: A Python ``str`` decoded from a text array: object header, the pointer to it and

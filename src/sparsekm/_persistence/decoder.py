@@ -126,8 +126,8 @@ class _Decoder:
             self.fail("malformed expansion node.")
         vectors, coef = self.decode(node["vectors"]), self.decode(node["coef"])
         kernel, intercept = self.decode(node["kernel"]), self.decode(node["intercept"])
-        # KernelExpansion copies its arrays (as float64 when stored narrower)
-        self.memory.charge(_NODE_COST + 8 * (getattr(vectors, "size", 0) + getattr(coef, "size", 0)),
+        # KernelExpansion copies its arrays: float32 and float64 as they are, others as float64
+        self.memory.charge(_NODE_COST + _copy_bytes(vectors) + _copy_bytes(coef),
                            "a kernel expansion's copies of its arrays")
         for name, a, ndims in (("vectors", vectors, (2,)), ("coef", coef, (1, 2))):
             if not isinstance(a, np.ndarray) or a.dtype.kind != "f" or a.ndim not in ndims:
@@ -330,6 +330,12 @@ class _Decoder:
                 self.fail(f"Pipeline step {step[0]!r} expects {n_in} features but the previous "
                           f"step produces {n_out}.")
             n_out = _n_features_out(est)
+
+
+def _copy_bytes(a):
+    if not isinstance(a, np.ndarray):
+        return 0
+    return a.size * (a.itemsize if a.dtype in (np.float32, np.float64) else 8)
 
 
 def _n_features_out(est):
