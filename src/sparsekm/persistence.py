@@ -27,12 +27,21 @@ estimators. What :func:`load` guarantees (see ``docs/persistence.md``):
   may not declare dimensions whose product (zeros counted as one) exceeds the
   allocation budget (:data:`ALLOCATION_FACTOR` times the file size plus
   :data:`ALLOCATION_SLACK`); random projections are bounded by integer sizes within
-  :data:`PROJECTION_ALLOWANCE`.
+  :data:`PROJECTION_ALLOWANCE`. Everything that grows with the file's content is
+  counted where it is allocated, at every reference to an array and for every decoded
+  object (Python strings of text arrays included), within :data:`LOAD_FACTOR` times
+  the file size plus :data:`LOAD_SLACK`; estimators nest at most 6 deep.
 * **Authenticity on request.** ``save(obj, path, key=...)`` / ``load(path, key=...)``
-  sign and verify every member's name, size and contents with HMAC-SHA256. Without a
-  key the SHA-256 digests in ``meta.json`` detect accidental corruption only: anyone
-  can edit the file and recompute them; a signed file loaded without a key warns
+  sign and verify every member's name, size and contents with HMAC-SHA256; with a key
+  the file is read once into memory and what is verified is what is decoded. Every
+  byte of the ZIP container belongs to a header or a member (no gaps, prepended or
+  appended data, comments, NUL in names). Without a key the SHA-256 digests in
+  ``meta.json`` detect accidental corruption only: anyone can edit the file and
+  recompute them; a signed file loaded without a key warns
   (:class:`UnverifiedSignatureWarning`) and ``require_key=True`` refuses it.
+* **Consistent state.** Attributes that must agree are checked against each other
+  (shapes, ``classes_``, ``scheme_``, scikit-learn steps' statistics, finiteness
+  where declared).
 
 Every violation raises :class:`FormatError` (a ``ValueError``) naming the problem.
 """
