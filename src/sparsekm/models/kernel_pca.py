@@ -168,12 +168,12 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, OutputContainerMixin, Transform
     # Fitted state restored by sparsekm.load (see docs/persistence.md).
     _persist_attrs = {
         "n_features_in_": persistence.spec.int(bind="n_features"),
-        "eigenvalues_": persistence.spec.array("f", ("n_components",)),
-        "eigenvectors_": persistence.spec.array("f", ("n_samples", "n_components")),
-        "X_fit_": persistence.spec.array("f", ("n_samples", "n_features")),
+        "eigenvalues_": persistence.spec.array("f", ("n_components",), finite=True),
+        "eigenvectors_": persistence.spec.array("f", ("n_samples", "n_components"), finite=True),
+        "X_fit_": persistence.spec.array("f", ("n_samples", "n_features"), finite=True),
         "kernel_": persistence.spec.kernel(),
-        "K_fit_rows_": persistence.spec.array("f", ("n_samples",)),
-        "K_fit_all_": persistence.spec.float(),
+        "K_fit_rows_": persistence.spec.array("f", ("n_samples",), finite=True),
+        "K_fit_all_": persistence.spec.float(finite=True),
         "n_components_": persistence.spec.int(bind="n_components"),
         "expansions_": persistence.spec.expansion(n_terms="n_samples", n_features="n_features",
                                                   n_outputs="n_components"),
