@@ -473,6 +473,7 @@ class GreedyBasis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         self.dask_info_ = {"keep_factor": out["keep_factor"],
                            "partitions_kept": out["partitions_kept"],
                            "n_partitions": out["n_partitions"],
+                           "partitions_lost": out["partitions_lost"],
                            "step_seconds": out["step_seconds"]}
         return self
 
