@@ -127,7 +127,13 @@ def get_client(client=None, owner="sparsekm"):
         raise RuntimeError(f"{owner}: the dask cluster does not answer ({exc!r}); it is closed "
                            "or gone.") from None
     if not info.get("workers"):
-        raise RuntimeError(f"{owner}: the dask cluster has no workers.")
+        # e.g. a worker restarting after a crash: wait sparsekm.no-workers-timeout for one
+        no_workers = cluster_timeouts()[1]
+        try:
+            client.wait_for_workers(1, timeout=no_workers)
+        except Exception:  # noqa: BLE001 - a timeout, or the cluster went away meanwhile
+            raise RuntimeError(f"{owner}: the dask cluster has no workers (waited "
+                               f"sparsekm.no-workers-timeout = {no_workers:g} s).") from None
     return client
 
 
@@ -222,62 +228,105 @@ def cluster_timeouts():
     return tuple(out)
 
 
+class _Watch:
+    """The checks of :func:`_run` between two looks at running futures."""
+
+    def __init__(self, client, owner, pinned):
+        import time
+
+        self.client, self.owner, self.pinned = client, owner, pinned
+        self.timeout, self.no_workers = cluster_timeouts()
+        self.clock = time.monotonic
+        self.start = self.clock()
+        self.empty_since = None
+
+    def check(self):
+        now = self.clock()
+        workers = set(self.client.scheduler_info()["workers"])
+        dead = self.pinned - workers
+        if dead:
+            raise WorkerLost(dead, self.owner)
+        if workers:
+            self.empty_since = None
+        elif self.empty_since is None:
+            self.empty_since = now
+        elif now - self.empty_since > self.no_workers:
+            raise RuntimeError(f"{self.owner}: the dask cluster has had no worker for "
+                               f"{now - self.empty_since:.0f} s (sparsekm.no-workers-timeout "
+                               f"= {self.no_workers:g} s); the fit was abandoned. Restart the "
+                               "workers or connect a new Client, and fit again.")
+        if self.timeout is not None and now - self.start > self.timeout:
+            raise RuntimeError(f"{self.owner}: one round trip on the dask cluster took more "
+                               f"than sparsekm.timeout = {self.timeout:g} s; the fit was "
+                               "abandoned (raise the limit with dask.config.set("
+                               "{'sparsekm.timeout': ...}) if the partitions are large).")
+
+
 def _run(client, futures, owner, pinned=()):
     """``client.gather(futures)``, watching the cluster so that a fit never hangs.
 
-    Every ``_POLL_SECONDS`` while the futures run: a worker in ``pinned`` (it holds kept
-    state the futures need, and tasks pinned to it can run nowhere else) that left the
-    cluster raises :class:`WorkerLost`; no worker at all for ``sparsekm.no-workers-timeout``
-    seconds, or a round trip longer than ``sparsekm.timeout``, raises a ``RuntimeError``
+    Every ``_POLL_SECONDS`` while the futures run or their results are fetched: a
+    worker in ``pinned`` (it holds kept state the futures need, and tasks pinned to it
+    can run nowhere else) that left the cluster cancels the futures and raises
+    :class:`WorkerLost`; no worker at all for ``sparsekm.no-workers-timeout`` seconds,
+    or a round trip longer than ``sparsekm.timeout``, raises a ``RuntimeError``
     (:func:`cluster_timeouts`). Other lost tasks are recomputed by dask itself on the
     remaining workers (up to ``distributed.scheduler.allowed-failures`` deaths of one
     task, then ``KilledWorker``, reported as a ``RuntimeError``). A cluster that goes
     away becomes a ``RuntimeError`` naming ``owner``.
     """
-    import time
+    import threading
 
-    import distributed
-
-    timeout, no_workers = cluster_timeouts()
     futs = list(futures) if isinstance(futures, (list, tuple)) else [futures]
-    pinned = {a for a in pinned if a is not None}
-    start = time.monotonic()
-    empty_since = None
+    watch = _Watch(client, owner, {a for a in pinned if a is not None})
+    box = {}
+
+    def gather():
+        # In a thread: a worker dying between the end of the tasks and the fetch of
+        # their results makes a gather wait for the recomputation -- forever for a task
+        # pinned to that worker. The watch below cancels it instead.
+        try:
+            box["value"] = client.gather(futures)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            box["error"] = exc
+
     try:
-        while futs:
-            try:
-                distributed.wait(futs, timeout=_POLL_SECONDS)
+        fetch = threading.Thread(target=gather, daemon=True, name="sparsekm-gather")
+        fetch.start()
+        while True:
+            fetch.join(_POLL_SECONDS)
+            if not fetch.is_alive():
                 break
-            except TimeoutError:
-                pass
-            if any(f.status in ("error", "cancelled", "lost") for f in futs):
-                break  # gather raises it
-            now = time.monotonic()
-            workers = set(client.scheduler_info()["workers"])
-            dead = pinned - workers
-            if dead:
-                raise WorkerLost(dead, owner)
-            if workers:
-                empty_since = None
-            elif empty_since is None:
-                empty_since = now
-            elif now - empty_since > no_workers:
-                raise RuntimeError(f"{owner}: the dask cluster has had no worker for "
-                                   f"{now - empty_since:.0f} s (sparsekm.no-workers-timeout = "
-                                   f"{no_workers:g} s); the fit was abandoned. Restart the "
-                                   "workers or connect a new Client, and fit again.")
-            if timeout is not None and now - start > timeout:
-                raise RuntimeError(f"{owner}: one round trip on the dask cluster took more "
-                                   f"than sparsekm.timeout = {timeout:g} s; the fit was "
-                                   "abandoned (raise the limit with dask.config.set("
-                                   "{'sparsekm.timeout': ...}) if the partitions are large).")
-        return client.gather(futures)
+            try:
+                watch.check()
+            except BaseException:
+                client.cancel(futs)
+                fetch.join(_POLL_SECONDS * 4)
+                raise
+        if "error" in box:
+            raise box["error"]
+        return box["value"]
     except WorkerLost:
         raise
     except Exception as exc:
         if _cluster_failure(exc):
             raise _cluster_error(exc, owner) from exc
         raise
+
+
+def pinned_compute(client, fn, block, args, worker):
+    """``fn(block, *args)`` computed on ``worker`` and kept there: a future pinned to it.
+
+    Only the task of ``fn`` is pinned (``allow_other_workers=False``: its state never
+    moves between workers). The read of the partition ``block`` (a ``dask.delayed``) is
+    placed on the same worker but not tied to it: restricting a whole graph to one
+    worker would leave the partition's tasks waiting forever for that worker after it
+    died, and recomputing the partition elsewhere (the fallback of
+    :class:`PartitionSet` and of the greedy steps) would hang with them.
+    """
+    data = client.compute(block, workers=[worker], allow_other_workers=True)
+    return client.submit(fn, data, *args, pure=False, workers=[worker],
+                         allow_other_workers=False)
 
 
 def check_dask_rows(X, owner, name="X", n_features=None):
@@ -567,9 +616,8 @@ def greedy_basis_distributed(X, kernel, n_basis, *, tol=1e-3, first=None, init="
     # from the dask graph at every step.
     states = [None] * len(parts)
     for k in kept:
-        states[k] = client.compute(dask.delayed(_keep_init)(parts[k], kern, m_max,
-                                                            int(starts[k])),
-                                   workers=[homes[k]], allow_other_workers=False)
+        states[k] = pinned_compute(client, _keep_init, parts[k],
+                                   (kernel, m_max, int(starts[k])), homes[k])
 
     lost = set()
 
@@ -764,10 +812,15 @@ def gamma_partitions(X, basis, client, keep="auto"):
     Xr = dask.delayed(basis.basis_vectors_, pure=True, traverse=False)
     Lr = dask.delayed(basis.cholesky_.astype(basis.basis_vectors_.dtype), pure=True,
                       traverse=False)
-    parts = [dask.delayed(_features)(b, kern, Xr, Lr) for b in row_partitions(X)]
+    blocks = row_partitions(X)
+    parts = [dask.delayed(_features)(b, kern, Xr, Lr) for b in blocks]
     homes = plan_cache(keep, client, [8.0 * c * (m + 2) for c in X.chunks[0]], "ApproxSVC",
                        "keep_features")
-    parts = PartitionSet(client, parts, homes)
+    args = (basis.kernel_, basis.basis_vectors_,
+            basis.cholesky_.astype(basis.basis_vectors_.dtype))
+    kept = [None if h is None else pinned_compute(client, _features, b, args, h)
+            for b, h in zip(blocks, homes, strict=True)]
+    parts = PartitionSet(client, parts, kept, homes)
     return parts, parts.n_kept
 
 
@@ -775,20 +828,18 @@ class PartitionSet:
     """Per-partition inputs of a map-reduce, kept in worker memory or recomputed.
 
     Partition ``k`` is ``delayed[k]`` (a ``dask.delayed`` graph, recomputed at every
-    use) and, when ``homes[k]`` names a worker, also a future of its value pinned to
-    that worker (kept in its memory). Indexing gives the future or, if none, the
+    use) and, when ``homes[k]`` names a worker, also ``futures[k]``, its value kept in
+    that worker's memory (:func:`pinned_compute`). Indexing gives the future or, if none, the
     delayed object. A worker that dies during :meth:`map` takes its futures with it:
     those partitions are recomputed from then on and the map is repeated, so a lost
     worker costs time, not the result.
     """
 
-    def __init__(self, client, delayed, homes=None):
+    def __init__(self, client, delayed, futures=None, homes=None):
         self.client = client
         self.delayed = list(delayed)
+        self.futures = [None] * len(self.delayed) if futures is None else list(futures)
         self.homes = [None] * len(self.delayed) if homes is None else list(homes)
-        self.futures = [None if h is None else
-                        client.compute(d, workers=[h], allow_other_workers=False)
-                        for d, h in zip(self.delayed, self.homes, strict=True)]
         self.n_kept = sum(f is not None for f in self.futures)
         self.lost = 0
 
@@ -839,10 +890,8 @@ def _as_partition_set(client, parts):
         return parts
     from dask.delayed import Delayed
 
-    ps = PartitionSet(client, [p if isinstance(p, Delayed) else None for p in parts])
-    ps.futures = [None if isinstance(p, Delayed) else p for p in parts]
-    ps.n_kept = sum(f is not None for f in ps.futures)
-    return ps
+    return PartitionSet(client, [p if isinstance(p, Delayed) else None for p in parts],
+                        [None if isinstance(p, Delayed) else p for p in parts])
 
 
 def label_blocks(y, X, owner):
