@@ -38,13 +38,15 @@ from sparsekm.models import ApproxSVC  # noqa: E402
 DEADLINE = 150.0
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def cluster():
+    """2 fresh worker processes per test: no test waits for another's restarted worker."""
     with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
         with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                       dashboard_address=None,
                                       silence_logs=logging.CRITICAL) as cl:
-            with distributed.Client(cl) as client:
+            with distributed.Client(cl) as client, client.as_current():
+                client.wait_for_workers(2, timeout=120)
                 yield client
 
 
@@ -77,10 +79,6 @@ def _within_deadline(fit):
     return box["value"]
 
 
-def _wait_for_two_workers(client):
-    client.wait_for_workers(2, timeout=60)
-
-
 def _killer(client, when):
     """A callback that SIGKILLs the first worker process (by address) at call ``when``."""
     calls = []
@@ -96,7 +94,6 @@ def _killer(client, when):
 
 def test_greedy_steps_continue_after_the_worker_with_kept_state_is_killed(cluster, data):
     X = data[0]
-    _wait_for_two_workers(cluster)
     ref = GreedyBasis(n_basis=15, tol=0.0, kernel=RBF(0.3), random_state=0).fit(X)
     kill = _killer(cluster, when=3)
     with dask.config.set({"sparsekm.cache-bytes": 1e12}):  # every partition kept
@@ -113,7 +110,6 @@ def test_greedy_steps_continue_after_the_worker_with_kept_state_is_killed(cluste
 
 def test_svm_evaluations_continue_after_the_worker_with_kept_gamma_is_killed(cluster, data):
     X, y = data
-    _wait_for_two_workers(cluster)
     params = dict(C=1.0, n_basis=15, kernel=RBF(0.3), solver="lbfgs", random_state=0)
     ref = ApproxSVC(**params).fit(X, y)
     kill = _killer(cluster, when=2)  # at the second L-BFGS iteration
@@ -152,7 +148,6 @@ def _rows_through(fn, X, *args):
 
 def test_a_task_that_kills_its_worker_once_is_rerun(cluster, data, tmp_path):
     X, y = data
-    _wait_for_two_workers(cluster)
     params = dict(C=1.0, n_basis=15, kernel=RBF(0.3), solver="lbfgs", random_state=0)
     ref = ApproxSVC(**params).fit(X, y)
     Xd = _rows_through(_dies_once, X, str(tmp_path / "died"))
@@ -166,7 +161,6 @@ def test_a_task_that_kills_its_worker_once_is_rerun(cluster, data, tmp_path):
 
 def test_a_task_that_always_kills_its_worker_is_a_clear_error(cluster, data):
     X = data[0]
-    _wait_for_two_workers(cluster)
     Xd = _rows_through(_always_dies, X)
     with dask.config.set({"sparsekm.cache-bytes": 0}):
         with pytest.raises(RuntimeError, match="GreedyBasis: .*KilledWorker"):
