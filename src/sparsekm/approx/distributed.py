@@ -50,7 +50,11 @@ rule (``keep_features``).
 partitions (two passes: means, then centred scatter -- the in-memory formula).
 :func:`squared_hinge_lbfgs_distributed` minimises the squared-hinge primal on
 ``Gamma`` by L-BFGS with one map-reduce of the loss and its gradient per
-evaluation. Both agree with the in-memory fits up to the order of the sums.
+evaluation, then finite Newton steps (one map-reduce of an ``(m+1) x (m+1)`` system
+each) to the optimum (:mod:`sparsekm.approx.squared_hinge`): its stopping point does
+not depend on the order of the sums, so the fit equals the in-memory one to rounding
+whatever the partitioning and caching. KFD is closed-form; both agree with the
+in-memory fits up to the order of the sums.
 
 **Errors.** A dask array with unknown chunk sizes, a feature count that does not
 match, no client, or a client whose cluster is closed or gone raise a
@@ -59,6 +63,16 @@ computing on the client. Values are checked where they are read: a partition wit
 NaN/inf in ``X`` or bad labels (NaN, continuous) raises the in-memory error on its
 worker, which ``dask.distributed`` re-raises on the client; a cluster lost between
 two steps becomes a ``RuntimeError`` (:func:`cluster_guard`).
+
+**A worker that dies.** Every round trip is watched (:func:`_run`, every 0.5 s).
+Tasks that only read the dask graph are rerun by dask elsewhere (``KilledWorker``, a
+``RuntimeError`` here, after ``distributed.scheduler.allowed-failures`` deaths of one
+task). State kept on the dead worker (greedy factor rows, ``Gamma``) is recomputed
+from the graph from then on (:class:`PartitionSet`; :func:`pinned_compute` pins only
+the state's task, never the partition's reads, which would otherwise wait for the dead
+worker forever): the fit ends with the result it would have had. No worker at all for
+``sparsekm.no-workers-timeout`` seconds (default 60), or one round trip longer than
+``sparsekm.timeout`` (default none), is a ``RuntimeError`` (:func:`cluster_timeouts`).
 
 **Saving.** What prediction needs (``basis_vectors_``, ``cholesky_``, ``coef_``,
 ``expansion_``) is numpy on the client; ``GreedyBasis.residuals_`` (``n`` numbers)
