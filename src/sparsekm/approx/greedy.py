@@ -474,6 +474,7 @@ class GreedyBasis(ClassNamePrefixFeaturesOutMixin, OutputContainerMixin, Transfo
         self.dask_info_ = {"keep_factor": out["keep_factor"],
                            "partitions_kept": out["partitions_kept"],
                            "n_partitions": out["n_partitions"],
+                           "partitions_lost": out["partitions_lost"],
                            "step_seconds": out["step_seconds"]}
         return self
 
