@@ -37,6 +37,9 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _benchutil import write_results  # noqa: E402
+
 OUT = Path(__file__).parent / "results" / "dask_equality.json"
 PARAMS = dict(n_basis=40, C=1.0, solver="lbfgs", random_state=0)
 CHUNKINGS = {"4 x 5000": (5000,) * 4, "7 (2858 x 6 + 2852)": (2858,) * 6 + (2852,),
@@ -50,8 +53,10 @@ def data(n=20000, n_test=2000):
     return X, y, rng.normal(size=(n_test, 10))
 
 
-def stamp():
-    """Commit, versions, BLAS library and kernel, numpy CPU features, threads, load."""
+def environment():
+    """Commit, versions, BLAS, numpy CPU features, threads, load of the code under test
+    (also for a ``git archive`` of an older commit, which has no
+    ``sparsekm._provenance``; the file's own stamp comes from ``write_results``)."""
     import dask
     import distributed
     import scipy
@@ -127,7 +132,7 @@ def main(argv=None):
     from sparsekm.kernels import RBF
     from sparsekm.models import ApproxSVC
 
-    before = stamp()
+    before = environment()
     if args.commit:
         before["commit"] = args.commit
     X, y, Xt = data()
@@ -179,7 +184,7 @@ def main(argv=None):
     entry["load_average_after"] = [round(v, 2) for v in os.getloadavg()]
     results = json.loads(OUT.read_text()) if OUT.exists() else {}
     results[args.label] = entry
-    OUT.write_text(json.dumps(results, indent=1) + "\n")
+    write_results(OUT, results)
     if any(r["outcome"] == "hang" for r in entry["worker_killed"]):
         os._exit(0)  # a hung fit's thread would keep the cluster from closing
 
