@@ -322,6 +322,7 @@ def test_cli_reduce_with_train_and_validation(blobs, tmp_path, capsys):
     rc = main([*base, "-n", "6", *data, "--method", "kmeans-svm", "-o", str(tmp_path / "s.skm")])
     out = capsys.readouterr().out
     assert rc == 0 and "kmeans-svm" in out and "chosen" in out and "agree" in out
+    assert "total time: " in out  # the report states the total time (issue 39)
     assert (tmp_path / "s.png").stat().st_size > 0
     small = sparsekm.load(tmp_path / "s.skm")
     direct = sparsekm.compress(ovo, Xv, yv, n_vectors=6, X_train=Xtr, y_train=ytr,

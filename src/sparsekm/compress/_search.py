@@ -22,6 +22,7 @@ each with one BLAS/OpenMP thread, so that the result is the same for every ``n_j
 
 from __future__ import annotations
 
+import sys
 import time
 import warnings
 
@@ -267,7 +268,8 @@ class _Search:
                      "the model the folds validated")
         self.built[i] = fit.model
         if self.verbose:
-            print(f"compress: {m} at {b}: {r['status']} {_pct(r['val_error'])} {r['reason']}")
+            print(f"compress: {m} at {b}: {r['status']} {_pct(r['val_error'])} {r['reason']}",
+                  file=sys.stderr)
         return i
 
     def budget(self, names, b, screen, n_eval):
