@@ -113,11 +113,51 @@ def test_screening_never_drops_the_full_searchs_choice(which, n_vectors, request
         if r["status"] == "screened":
             assert r["reason"].startswith("screening (")
     n_eval = data[4].size
-    for r in rows:  # a screened row's error is its screening error: above the margin
-        if r["status"] == "screened":
-            best = min(float(s.split("best screening error ")[1].split(" %")[0]) / 100
-                       for s in [r["reason"]])
-            assert r["val_error"] > best + screen_margin(best, n_eval) - 1e-9
+    _check_screened(rows, n_eval)
+
+
+def _check_screened(rows, n_eval):
+    """Each screened row's reason holds: its error (the screening fit's) is more than the
+    margin above the best screening error, or, less the margin, no better than the full
+    fit of a candidate listed before it."""
+    by_method = {r["method"]: r for r in rows}
+    for k, r in enumerate(rows):
+        if r["status"] != "screened":
+            continue
+        if "above the best screening error" in r["reason"]:
+            best = float(r["reason"].split("best screening error ")[1].split(" %")[0]) / 100
+            assert r["val_error"] > best + screen_margin(best, n_eval) - 1e-4
+        else:
+            lead = r["reason"].split("cannot beat ")[1].split("'s ")[0]
+            margin = float(r["reason"].split("the margin ")[1].split(" %")[0]) / 100
+            L = by_method[lead]
+            assert L["status"] in ("ok", "chosen")
+            lb = max(0.0, r["val_error"] - margin)
+            assert lb > L["val_error"] - 1e-4
+            assert lb > L["val_error"] + 1e-9 or [x["method"] for x in rows].index(lead) < k
+
+
+def test_screening_on_the_digits_spends_full_fits_only_where_they_can_win():
+    """On the embedded digits the construction (fitted in full at once) already has no
+    validation error: a later candidate cannot beat it, so none of the costly fits (the
+    SLMCs, refine) runs in full; the result is the full search's."""
+    from sklearn.model_selection import train_test_split
+
+    from sparsekm import datasets
+
+    Xtr, ytr, _, _ = datasets.load_digits_default()
+    Xf, Xv, yf, yv = train_test_split(Xtr, ytr, test_size=0.15, stratify=ytr, random_state=0)
+    svc = SVC(C=10, gamma=1 / 32).fit(Xf, yf)
+    data = (svc, Xf, yf, Xv, yv)
+    kw = dict(n_vectors=60, n_init=1, max_iter=30)
+    fast = _call(data, **kw)
+    rows = fast.compress_report_["rows"]
+    status = {r["method"]: r["status"] for r in rows}
+    assert status["construct"] == "chosen" and rows[0]["val_error"] == 0.0
+    assert all(status[m] == "screened" for m in ("slmc", "slmc-peer", "uniform-svm"))
+    _check_screened(rows, yv.size)
+    full = _call(data, screen=False, **kw)
+    assert full.chosen_method_ == "construct" and _bytes(full) == _bytes(fast)
 
 
 def test_screening_keeps_a_costly_winner_on_a_case_with_a_known_answer():

@@ -396,9 +396,9 @@ class ConstructRefine(_ReducedSet):
                       construction(problem, split, b), max_iter=iters).expansion
 
     def cost(self, problem, b, fidelity=FULL):
+        # the construction it starts from is shared (cached), not counted here
         m = problem.per_output(b)
-        refine = REFINE_MAX_ITER * fidelity.iter_fraction * m * (problem.n_full + m)
-        return super().cost(problem, b) + float(refine)
+        return float(REFINE_MAX_ITER * fidelity.iter_fraction * m * (problem.n_full + m))
 
 
 class Select(_ReducedSet):
@@ -589,6 +589,7 @@ class _SLMCCandidate(_Direct):
         return _like(problem.exact, clf.expansion_, self.scheme(problem))
 
     def cost(self, problem, b, fidelity=FULL):
+        # its start (the construction, the k-means landmarks) is shared: not counted
         n = problem.n_train if fidelity.rows is None else \
             min(problem.n_train, max(fidelity.rows, 4 * b))
         n_C = SLMC_N_C if fidelity.n_C is None else min(fidelity.n_C, SLMC_N_C)
@@ -607,9 +608,6 @@ class SLMCFromRS(_SLMCCandidate):
     def start(self, problem, split, b, rows):
         return construction(problem, split, b).vectors
 
-    def cost(self, problem, b, fidelity=FULL):
-        return super().cost(problem, b, fidelity) + Construct().cost(problem, b)
-
 
 class SLMCFromPeer(_SLMCCandidate):
     name = "slmc-peer"
@@ -617,9 +615,6 @@ class SLMCFromPeer(_SLMCCandidate):
 
     def start(self, problem, split, b, rows):
         return landmarks(problem, split, b, "kmeans", rows)[0]
-
-    def cost(self, problem, b, fidelity=FULL):
-        return super().cost(problem, b, fidelity) + KMeansSVM().cost(problem, b, fidelity)
 
 
 #: Every candidate by name.

@@ -272,9 +272,21 @@ class _Search:
                   file=sys.stderr)
         return i
 
+    def _usable(self, result, b):
+        """Whether a fit would be an ``ok`` row (the checks of :meth:`record`)."""
+        status, fit, _ = result
+        if status != "ok" or fit.n_vectors > b or fit.n_vectors > self.problem.n_full:
+            return False
+        if fit.error >= self.chance - 1e-12 and self.chance > 0:
+            return False
+        f = self.problem.final
+        return f is None or fit.fit_error <= fit.error + \
+            _rebuild_margin(fit.error, f.y_fit.size) + 1e-12
+
     def budget(self, names, b, screen, n_eval):
         """Every candidate at budget ``b``: screened, then the ones that can still win
-        fitted in full. Returns the row indices (one per candidate, in order)."""
+        fitted in full, cheaper half first. Returns the row indices (one per candidate,
+        in order)."""
         why = {m: CANDIDATES[m].refusal(self.problem, b) for m in names}
         runnable = [m for m in names if not why[m]]
         order = {m: k for k, m in enumerate(names)}
@@ -292,9 +304,33 @@ class _Search:
                         screened[m] = (f"screening ({_fidelity_words(fid[m])}): error "
                                        f"{_pct(e)}, more than {_pct(margin)} above the best "
                                        f"screening error {_pct(best)} ({leader})")
-            again = [m for m in runnable if m in errs and m not in screened
-                     and fid[m] is not FULL]
-            results.update(self.run(again, b, {m: FULL for m in again}))
+                pending = [m for m in runnable if m in errs and m not in screened
+                           and fid[m] is not FULL]
+                cost = {m: CANDIDATES[m].cost(self.problem, b, FULL) for m in pending}
+                pending.sort(key=lambda m: (cost[m], order[m]))
+                while pending:
+                    # the leader among the fits already final; a candidate whose full fit
+                    # cannot beat it (its screening error less the margin, at best) is not
+                    # fitted in full
+                    final = [m for m in runnable if m in results and (
+                        fid[m] is FULL or results[m][1].fidelity == "full")
+                        and self._usable(results[m], b)]
+                    if final:
+                        lead = min(final, key=lambda m: (results[m][1].error, order[m]))
+                        e_lead = results[lead][1].error
+                        for m in list(pending):
+                            lb = max(0.0, errs[m] - margin)
+                            if lb > e_lead + 1e-12 or (lb >= e_lead - 1e-12
+                                                       and order[m] > order[lead]):
+                                pending.remove(m)
+                                screened[m] = (
+                                    f"screening ({_fidelity_words(fid[m])}): error "
+                                    f"{_pct(errs[m])}; less the margin {_pct(margin)} it "
+                                    f"cannot beat {lead}'s {_pct(e_lead)} (full fit)")
+                    half = pending[:(len(pending) + 1) // 2]
+                    pending = pending[len(half):]
+                    full = self.run(half, b, {m: FULL for m in half})
+                    results.update(full)
         else:
             results = self.run(runnable, b, {m: FULL for m in runnable})
         idx = []
