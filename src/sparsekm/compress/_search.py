@@ -10,10 +10,13 @@ bounded by counts (:class:`~._candidates.Fidelity`). The search rule (docs/compr
    whose screening would save less than half its work, such as the construction, is
    fitted in full at once).
 2. *Can it still win?* A candidate goes on to its full fit only when its screening error
-   is within ``max(SCREEN_SE * SE, SCREEN_MIN_MARGIN)`` of the best screening error (SE:
-   the binomial standard error of that best error on the validation points). The others
-   are reported as ``"screened"`` with their screening error.
-3. *Choice.* Among the full fits: the lowest validation error; ties go to fewer vectors,
+   is within ``margin = max(SCREEN_SE * SE, SCREEN_MIN_MARGIN)`` of the best screening
+   error (SE: the binomial standard error of that best error on the validation points).
+   The others are reported as ``"screened"`` with their screening error.
+3. *Full fits, cheaper half first.* Before each round, a candidate whose screening error
+   less the margin is above the best full fit's error so far (or equal, and listed after
+   it) cannot win and is not fitted in full.
+4. *Choice.* Among the full fits: the lowest validation error; ties go to fewer vectors,
    then to the candidate listed first.
 
 Candidates of one stage are independent: with ``n_jobs`` they run in parallel (joblib),
@@ -458,7 +461,10 @@ def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increas
     work). A candidate is then fitted in full only when its screening error is within
     ``max(SCREEN_SE * SE, SCREEN_MIN_MARGIN)`` (two binomial standard errors of the best
     screening error on the validation points, at least half a point) of the best; the
-    others are reported as ``"screened"``.
+    others are reported as ``"screened"``. The rest are fitted in full in rounds, the
+    cheaper half first; before each round a candidate whose screening error less that
+    margin cannot beat the best full fit so far (or only tie it, listed after it) is
+    dropped too.
 
     Choice rule: the lowest validation error; ties go to fewer vectors, then to the
     candidate listed first. A candidate whose validation error is no better than
