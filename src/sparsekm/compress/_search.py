@@ -248,7 +248,7 @@ class _Search:
             notes.append(f"time limit: {', '.join(fit.cut)} not tried")
             self.cut.append(f"{m}: {', '.join(fit.cut)} not tried")
         n = fit.n_vectors
-        i = self.row(m, b, variant=fit.variant, n_vectors=n, val_error=fit.error,
+        i = self.row(m, b, variant=fit.variant.label, n_vectors=n, val_error=fit.error,
                      agreement=self.agreement(fit.model), seconds=secs,
                      status="reference" if reference else "ok")
         r = self.rows[i]
