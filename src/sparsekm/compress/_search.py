@@ -169,7 +169,8 @@ def _fit_one(problem, candidate, b, fidelity, may_skip, timing):
 class _Search:
     """The state of one :func:`compress` call: the problem, the report, the models."""
 
-    def __init__(self, problem, report, n_jobs, timing, verbose, chance, X_agree):
+    def __init__(self, problem, report, n_jobs, timing, verbose, chance, X_agree, client=None):
+        self.client = client
         self.problem, self.report = problem, report
         self.n_jobs, self.timing, self.verbose = n_jobs, timing, verbose
         self.chance, self.X_agree = chance, X_agree
@@ -205,7 +206,12 @@ class _Search:
         jobs = [(self.problem, CANDIDATES[m], b, fidelities[m], started or i > 0, self.timing)
                 for i, m in enumerate(names)]
         stage = "/".join(sorted({f.name for f in fidelities.values()}))
-        if self.n_jobs in (None, 1) or len(jobs) == 1:
+        if self.client is not None and len(jobs) > 1:
+            # one task per candidate on the cluster (each with one thread, as here); the
+            # results come back in the candidates' order, whatever order they finish in
+            futures = [self.client.submit(_fit_one, *job, pure=False) for job in jobs]
+            results = self.client.gather(futures)
+        elif self.n_jobs in (None, 1) or len(jobs) == 1:
             results = []
             bar = progress(total=len(jobs), desc=f"compress {stage} b={b}",
                            disable=None if self.verbose else True)
@@ -364,7 +370,7 @@ def _fidelity_words(f):
 def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increase=None,
              method="auto", X_train=None, y_train=None, time_limit=None, random_state=None,
              shared=True, cv=DEFAULT_CV, n_init=5, max_iter=200, screen=True, n_jobs=None,
-             timing=False, verbose=False):
+             client=None, timing=False, verbose=False):
     """The best small classifier for a budget, or the smallest within a tolerance.
 
     Tries several ways to make a kernel classifier cheap -- reduced sets of the
@@ -439,6 +445,9 @@ def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increas
     n_jobs : int or None, default=None
         Candidates fitted in parallel (joblib processes; each with one BLAS thread).
         The result does not depend on it.
+    client : dask.distributed.Client, optional
+        Fit the candidates of a stage as tasks on this cluster instead (one per
+        candidate); the result does not depend on it either.
     timing : bool, default=False
         Record each candidate's wall-clock seconds and the total in the report (they
         never steer a choice; off by default so that the saved report, too, is the
@@ -593,7 +602,10 @@ def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increas
                             time_limit=float("nan") if time_limit is None else time_limit,
                             total_seconds=float("nan"))
     X_agree = X_val if X_val is not None else X_train
-    search = _Search(problem, report, n_jobs, timing, verbose, chance, X_agree)
+    if client is not None and not (hasattr(client, "submit") and hasattr(client, "gather")):
+        raise TypeError(f"The 'client' parameter of {owner} must be a dask.distributed.Client; "
+                        f"got {type(client).__name__}.")
+    search = _Search(problem, report, n_jobs, timing, verbose, chance, X_agree, client)
     n_eval = int(y_val.size if X_val is not None else y_train.size)
 
     def original(reason):
