@@ -213,12 +213,18 @@ class _Search:
             results = self.client.gather(futures)
         elif self.n_jobs in (None, 1) or len(jobs) == 1:
             results = []
-            bar = progress(total=len(jobs), desc=f"compress {stage} b={b}",
+            # progress in units of the candidates' cost estimates (kernel evaluations, in
+            # millions), so that the bar's rate gives an estimate of the time left
+            cost = [CANDIDATES[m].cost(self.problem, b, fidelities[m]) / 1e6 for m in names]
+            bar = progress(total=sum(cost), desc=f"compress {stage} b={b}",
+                           unit="M kernel evaluations", unit_scale=False,
+                           bar_format="{desc}: {percentage:3.0f}%|{bar}| {postfix} "
+                                      "[{elapsed}<{remaining}]",
                            disable=None if self.verbose else True)
-            for m, job in zip(names, jobs, strict=True):
+            for m, job, c in zip(names, jobs, cost, strict=True):
                 bar.set_postfix_str(m)
                 results.append(_fit_one(*job))
-                bar.update(1)
+                bar.update(c)
             bar.close()
         else:
             from joblib import Parallel, delayed
