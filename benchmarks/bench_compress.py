@@ -112,9 +112,9 @@ def _baseline(src, arrays, tmp):
 
 
 def _env():
+    import sklearn
     from threadpoolctl import threadpool_info
 
-    import sklearn
     import sparsekm
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
