@@ -166,7 +166,9 @@ class Problem:
 
     def per_output(self, n_vectors):
         """Vectors per reduced set at budget ``n_vectors`` (separate sets: per binary machine)."""
-        return n_vectors if (self.shared or not self.multi) else max(1, n_vectors // self.psi.n_outputs)
+        if self.shared or not self.multi:
+            return n_vectors
+        return max(1, n_vectors // self.psi.n_outputs)
 
     def C_order(self):
         """``C_GRID`` nearest (in log C) to the original's C first (ties: grid order);
@@ -279,8 +281,8 @@ class Candidate:
     def screen_fidelity(self, problem, n_vectors):
         """The fidelity this candidate is screened at: :data:`SCREEN`, or :data:`FULL`
         when screening would save less than half the work."""
-        return SCREEN if self.cost(problem, n_vectors, SCREEN) < 0.5 * self.cost(problem, n_vectors, FULL) \
-            else FULL
+        screen = self.cost(problem, n_vectors, SCREEN)
+        return SCREEN if screen < 0.5 * self.cost(problem, n_vectors, FULL) else FULL
 
     def variants(self, problem, fidelity):
         raise NotImplementedError
@@ -341,8 +343,8 @@ class _ReducedSet(Candidate):
                     "the folds (pass X_val, y_val)")
         if problem.multi and not problem.shared and n_vectors < problem.psi.n_outputs:
             return (f"separate sets (shared=False) need at least one vector for each of the "
-                    f"{problem.psi.n_outputs} binary machines, more than the budget {n_vectors}; use "
-                    "shared=True")
+                    f"{problem.psi.n_outputs} binary machines, more than the budget "
+                    f"{n_vectors}; use shared=True")
         return None
 
     def variants(self, problem, fidelity):
@@ -425,7 +427,8 @@ class Select(_ReducedSet):
     def refusal(self, problem, n_vectors):
         why = super().refusal(problem, n_vectors)
         if why is None and self.name == "select-l1":
-            per = n_vectors if (problem.shared or not problem.multi) else n_vectors // problem.psi.n_outputs
+            per = n_vectors if (problem.shared or not problem.multi) else \
+                n_vectors // problem.psi.n_outputs
             if not (problem.shared and problem.multi) and per < MIN_L1_PER_MACHINE:
                 return (f"{per} vectors per binary machine is below {MIN_L1_PER_MACHINE}: "
                         "the L1 path keeps no usable machine there; use construct or "

@@ -203,8 +203,8 @@ class _Search:
         if not names:
             return {}
         started = self.any_fit
-        jobs = [(self.problem, CANDIDATES[m], n_vectors, fidelities[m], started or i > 0, self.timing)
-                for i, m in enumerate(names)]
+        jobs = [(self.problem, CANDIDATES[m], n_vectors, fidelities[m], started or i > 0,
+                 self.timing) for i, m in enumerate(names)]
         stage = "/".join(sorted({f.name for f in fidelities.values()}))
         if self.client is not None and len(jobs) > 1:
             # one task per candidate on the cluster (each with one thread, as here); the
@@ -215,7 +215,8 @@ class _Search:
             results = []
             # progress in units of the candidates' cost estimates (kernel evaluations, in
             # millions), so that the bar's rate gives an estimate of the time left
-            cost = [CANDIDATES[m].cost(self.problem, n_vectors, fidelities[m]) / 1e6 for m in names]
+            cost = [CANDIDATES[m].cost(self.problem, n_vectors, fidelities[m]) / 1e6
+                    for m in names]
             bar = progress(total=sum(cost), desc=f"compress {stage} n_vectors={n_vectors}",
                            unit="M kernel evaluations", unit_scale=False,
                            bar_format="{desc}: {percentage:3.0f}%|{bar}| {postfix} "
@@ -283,8 +284,8 @@ class _Search:
                      "the model the folds validated")
         self.built[i] = fit.model
         if self.verbose:
-            print(f"compress: {m} at {n_vectors}: {r['status']} {_pct(r['val_error'])} {r['reason']}",
-                  file=sys.stderr)
+            print(f"compress: {m} at {n_vectors}: {r['status']} {_pct(r['val_error'])} "
+                  f"{r['reason']}", file=sys.stderr)
         return i
 
     def _usable(self, result, n_vectors):
