@@ -498,7 +498,8 @@ def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increas
     Examples
     --------
     >>> from sklearn.datasets import make_moons
-    >>>     >>> import sparsekm
+    >>> from sklearn.svm import SVC
+    >>> import sparsekm
     >>> X, y = make_moons(600, noise=0.2, random_state=0)
     >>> svc = SVC(C=10).fit(X[:300], y[:300])
     >>> small = sparsekm.compress(svc, X[300:450], y[300:450], n_vectors=10,
