@@ -630,7 +630,7 @@ REDUCE_METHODS = ("construct", "construct+refine", "select-kpca", "select-backwa
 #: docs/performance.md).
 DEFAULT_REDUCE_METHOD = "construct+refine"
 #: With --train/--validation (sparsekm.compress) also these, and "auto".
-COMPRESS_ONLY_METHODS = ("auto", "uniform-svm", "kmeans-svm", "greedy-svm", "slmc")
+COMPRESS_ONLY_METHODS = ("auto", "uniform-svm", "kmeans-svm", "greedy-svm", "slmc", "slmc-peer")
 #: ``reduce`` without data warns when the reduced model predicts differently from the
 #: original on more than this fraction of the original's own vectors.
 MIN_AGREEMENT = 0.9
