@@ -704,7 +704,7 @@ REDUCE_METHODS = ("construct", "construct+refine", "select-kpca", "select-backwa
 #: docs/performance.md).
 DEFAULT_REDUCE_METHOD = "construct+refine"
 #: With --train/--validation (sparsekm.compress) also these, and "auto".
-COMPRESS_ONLY_METHODS = ("auto", "uniform-svm", "kmeans-svm", "greedy-svm", "slmc")
+COMPRESS_ONLY_METHODS = ("auto", "uniform-svm", "kmeans-svm", "greedy-svm", "slmc", "slmc-peer")
 #: ``reduce`` without data warns when the reduced model predicts differently from the
 #: original on more than this fraction of the original's own vectors.
 MIN_AGREEMENT = 0.9
@@ -792,45 +792,19 @@ def load_model(path, trust_pickle=False, key=None, require_key=False):
 def reducible(obj, path):
     """``obj`` (as :func:`load_object` read it from ``path``) as what ``reduce`` shrinks:
     an :class:`~sparsekm.multiclass.ExpansionClassifier` or a
-    :class:`~sparsekm.KernelExpansion` (see :func:`load_model`)."""
-    import numpy as np
+    :class:`~sparsekm.KernelExpansion` (:func:`sparsekm.convert.exact_model`, the
+    conversion :func:`sparsekm.compress` uses too)."""
+    from .convert import exact_model
 
-    from .expansion import KernelExpansion
-    from .interop import classifier_from_estimator
-    from .multiclass import ExpansionClassifier
-
-    if isinstance(obj, (KernelExpansion, ExpansionClassifier)):
-        return obj
-    from sklearn.multiclass import OneVsOneClassifier, OneVsRestClassifier
-    from sklearn.svm import SVC, NuSVC
-
-    if isinstance(obj, (SVC, NuSVC, OneVsRestClassifier, OneVsOneClassifier)):
-        return classifier_from_estimator(obj)
-    if hasattr(obj, "_classifier") and isinstance(getattr(obj, "expansion_", None),
-                                                  KernelExpansion):
-        obj._restore_defaults()
-        return obj._classifier()  # a ReducedSetClassifier: its machine and classes
-    if hasattr(obj, "transform") and isinstance(getattr(obj, "expansions_", None),
-                                                KernelExpansion):
-        return obj.expansions_  # sparsekm's KernelPCA: transform(X) = expansions_(X)
     try:
-        psi = KernelExpansion.from_estimator(obj)
-    except TypeError:
+        return exact_model(obj, owner="reduce")
+    except (TypeError, ValueError):
         raise CLIError(
             f"{path} holds a {type(obj).__module__.split('.')[0]} {type(obj).__name__}, "
             "which reduce cannot shrink: it reduces kernel expansions (sparsekm models with "
             "expansion_ or expansions_, KernelExpansion files, and scikit-learn's SVC, NuSVC, "
             "SVR, NuSVR, OneVsRestClassifier(SVC), OneVsOneClassifier(SVC) and "
             "sklearn.decomposition.KernelPCA)") from None
-    classes = getattr(obj, "classes_", None)
-    if classes is not None and hasattr(obj, "predict"):
-        # other sparsekm classifiers: sign (binary) or one-vs-rest argmax
-        k = len(classes)
-        if k == 2 and not psi.is_multioutput:
-            return ExpansionClassifier(psi, np.asarray(classes), scheme="binary")
-        if k > 2 and psi.n_outputs == k:
-            return ExpansionClassifier(psi, np.asarray(classes), scheme="ovr")
-    return psi
 
 
 def _positive_int(text):
@@ -990,6 +964,12 @@ def cmd_reduce(args):
     else:
         out = reduced
     save(out, args.output, key=key, force=args.force)
+    if n_after > n:
+        # --per-class: -n counts the vectors of each output; never larger in silence
+        print(f"sparsekm: warning: the reduced model has {n_after} distinct vectors (kernel "
+              f"evaluations per prediction), more than the {n} asked: --per-class keeps -n "
+              f"{n} for each of the {psi.n_outputs} outputs; drop --per-class for one set of "
+              f"{n} shared by all outputs", file=sys.stderr)
     # The speed-up, measured: both machines on the same 2000 rows (the model's own
     # vectors, repeated) in sparsekm's evaluator, with one BLAS thread so that a busy
     # machine's thread contention does not flatter either side.
@@ -1158,8 +1138,13 @@ def add_compress_options(p):
                         "them and the thresholds re-fitted; without --validation, choices are "
                         "made by 3-fold CV inside TRAIN")
     g.add_argument("--time-limit", type=float, default=None, metavar="S",
-                   help="with --validation/--train: skip costlier candidates once S seconds "
-                        "are spent (default 3x the first candidate, at least 300 s)")
+                   help="with --validation/--train: a hard cap; candidates not started when "
+                        "S seconds are spent are skipped and a running SLMC stops (the "
+                        "report says what was cut; the result then depends on the machine's "
+                        "load). Default: none (the same model on any machine)")
+    g.add_argument("--jobs", type=int, default=None, metavar="J",
+                   help="with --validation/--train: candidates fitted in J parallel "
+                        "processes (the model does not depend on it)")
     g.add_argument("--plot", default=None,
                    help="with --validation/--train: figure of the candidates (default: "
                         "OUTPUT with .png)")
@@ -1224,10 +1209,12 @@ def cmd_reduce_compress(args):
                                f"{_short_list(np.asarray(classes))}")
         y_val = None if y_val is None else y_val.astype(dt)
         y_tr = None if y_tr is None else y_tr.astype(dt)
+    # progress by default on a terminal (--quiet: none); the report states the total time
     small = compress(model, X_val, y_val, n_vectors=args.n_vectors,
                      max_error_increase=args.max_error_increase, method=method,
                      X_train=X_tr, y_train=y_tr, time_limit=args.time_limit,
-                     random_state=args.seed)
+                     random_state=args.seed, n_jobs=args.jobs, timing=True,
+                     verbose=not args.quiet and sys.stderr.isatty())
     rep = small.compress_report_
     print(rep.table())
     save(small, args.output, key=key, force=args.force)
