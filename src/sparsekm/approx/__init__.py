@@ -1,6 +1,13 @@
 """Approximations of the training set (greedy basis) and randomized kernels."""
 
 from .greedy import GreedyBasis, greedy_basis, pivoted_cholesky
+from .ridge import (
+    RidgeOnLandmarks,
+    nystroem_landmarks,
+    nystroem_map,
+    nystroem_ridge,
+    ridge_on_landmarks,
+)
 from .randomized import (
     ProjectedKernel,
     QuantizedGram,
@@ -34,6 +41,11 @@ __all__: list[str] = [
     "randomized_rounding",
     "sparsify_gram",
     "sparsify_quantize_gram",
+    "RidgeOnLandmarks",
+    "nystroem_landmarks",
+    "nystroem_map",
+    "nystroem_ridge",
+    "ridge_on_landmarks",
     "theorem5_s",
     "theorem6_s",
 ]
