@@ -99,3 +99,24 @@ def test_save_load_round_trip(tmp_path):
     np.testing.assert_array_equal(back.predict(Xt), plain.predict(Xt))
     with pytest.raises(ValueError, match="refused"):
         back.predict(Xt, return_std=True)
+
+
+def test_one_class_and_transformer_shells(tmp_path):
+    from sklearn.decomposition import KernelPCA
+    from sklearn.svm import OneClassSVM
+
+    from sparsekm.models import ExpansionOutlierDetector, ExpansionTransformer
+
+    oc = OneClassSVM(nu=0.3, gamma=0.5).fit(X)
+    det = ExpansionOutlierDetector.from_expansion(KernelExpansion.from_estimator(oc))
+    np.testing.assert_allclose(det.decision_function(Xt), oc.decision_function(Xt), rtol=1e-9)
+    np.testing.assert_array_equal(det.predict(Xt), oc.predict(Xt))
+    kp = KernelPCA(3, kernel="rbf", gamma=0.5).fit(X)
+    tr = ExpansionTransformer.from_expansion(KernelExpansion.from_estimator(kp))
+    np.testing.assert_allclose(tr.transform(Xt), kp.transform(Xt), rtol=1e-8, atol=1e-10)
+    for est in (det, tr):
+        sparsekm.save(est, tmp_path / "m.skm", force=True)
+        back = sparsekm.load(tmp_path / "m.skm")
+        np.testing.assert_array_equal(back.expansion_.coef, est.expansion_.coef)
+        with pytest.raises(TypeError, match="not fitted"):
+            back.fit(X)

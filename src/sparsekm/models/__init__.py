@@ -5,7 +5,7 @@ Every estimator listed in ``__all__`` is checked with
 """
 
 from .approx_svm import ApproxSVC
-from .expansion_regressor import ExpansionRegressor
+from .expansion_models import ExpansionRegressor, ExpansionOutlierDetector, ExpansionTransformer
 from .fast_rvm import FastRVC
 from .kernel_pca import KernelPCA, linear_pca_denoise
 from .kfd import ApproxKFD, KernelFisherDiscriminant

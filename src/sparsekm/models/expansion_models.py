@@ -1,4 +1,5 @@
-"""A regressor whose prediction is one :class:`~sparsekm.KernelExpansion`.
+"""Models whose output is one :class:`~sparsekm.KernelExpansion`: a regressor, a one-class
+detector and a feature extractor.
 
 :class:`ExpansionRegressor` is the shell of every small regressor sparsekm builds: the
 Nyström + ridge model it fits by itself (:func:`sparsekm.approx.nystroem_ridge`), and a
@@ -7,13 +8,15 @@ compressed ``KernelRidge``, ``SVR`` or ``GaussianProcessRegressor`` (made with
 A regressor made from a Gaussian process keeps a predictive variance, the
 projected-process variance with the expansion's vectors as inducing points
 (:mod:`sparsekm.approx.ridge`); any other refuses ``predict(return_std=True)`` and
-says why.
+says why. :class:`ExpansionOutlierDetector` (a compressed ``OneClassSVM``) and
+:class:`ExpansionTransformer` (a compressed kernel PCA ``transform``) are built from an
+expansion (:meth:`from_expansion`, or :func:`sparsekm.compress`), not fitted.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.base import BaseEstimator, OutlierMixin, RegressorMixin, TransformerMixin
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
@@ -24,9 +27,14 @@ from ..expansion import KernelExpansion
 from ..kernels import resolve_kernel
 from ..utils.validation import check_scalar, validate_X
 
-__all__ = ["ExpansionRegressor"]
+__all__ = ["ExpansionRegressor", "ExpansionOutlierDetector", "ExpansionTransformer"]
 
 _S = persistence.spec
+
+#: ``compress_report_`` of a model made by :func:`sparsekm.compress` (a plain dict).
+_REPORT_VALUE = _S.one_of(_S.int(min=-1), _S.float(), _S.str(), _S.bool(), nullable=True)
+_REPORT = _S.dict(_S.one_of(_REPORT_VALUE, _S.list(_S.dict(_REPORT_VALUE)),
+                            _S.dict(_REPORT_VALUE)), optional=True)
 
 _NO_VARIANCE = ("this regressor has no predictive variance: only one made from a "
                 "GaussianProcessRegressor (ExpansionRegressor.from_gaussian_process, the "
@@ -87,6 +95,7 @@ class ExpansionRegressor(RegressorMixin, BaseEstimator):
         "variance_scale_": _S.float(optional=True),
         "variance_noise_": _S.float(optional=True),
         "no_variance_reason_": _S.str(optional=True),
+        "compress_report_": _REPORT,
     }
 
     _parameter_constraints = {
@@ -274,3 +283,77 @@ class ExpansionRegressor(RegressorMixin, BaseEstimator):
     def has_variance(self):
         """Whether ``predict(return_std=True)`` is available."""
         return hasattr(self, "variance_factors_")
+
+
+class _BuiltFromExpansion(BaseEstimator):
+    """A model built around an expansion (:meth:`from_expansion`), not fitted."""
+
+    _persist_attrs = {
+        "n_features_in_": _S.int(bind="n_features"),
+        "expansion_": _S.expansion(n_terms="n_terms", n_features="n_features"),
+        "n_vectors_": _S.int(),
+        "compress_report_": _REPORT,
+    }
+
+    def fit(self, X, y=None):
+        raise TypeError(f"{type(self).__name__} is built from a kernel expansion "
+                        f"({type(self).__name__}.from_expansion or sparsekm.compress), "
+                        "not fitted.")
+
+    @classmethod
+    def from_expansion(cls, expansion):
+        """The model whose output is ``expansion``."""
+        if not isinstance(expansion, KernelExpansion):
+            raise TypeError(f"from_expansion needs a KernelExpansion; got "
+                            f"{type(expansion).__name__}.")
+        cls._check_outputs(expansion)
+        est = cls()
+        est.expansion_ = expansion
+        est.n_vectors_ = int(expansion.n_terms)
+        est.n_features_in_ = int(expansion.n_features)
+        return est
+
+    @staticmethod
+    def _check_outputs(expansion):
+        pass
+
+    def _evaluate(self, X):
+        check_is_fitted(self, "expansion_")
+        X = validate_X(self, X, reset=False)
+        return self.expansion_.decision_function(np.asarray(X, dtype=np.float64))
+
+
+@persistence.register
+class ExpansionOutlierDetector(OutlierMixin, _BuiltFromExpansion):
+    """One-class detector ``f(x) = sum_j coef_j k(x, z_j) + intercept``: inlier where ``f > 0``.
+
+    The shape of ``sklearn.svm.OneClassSVM``'s decision (libsvm calls ``f(x) > 0`` an
+    inlier, +1, and the rest outliers, -1); a compressed ``OneClassSVM`` is one.
+    """
+
+    @staticmethod
+    def _check_outputs(expansion):
+        if expansion.is_multioutput:
+            raise TypeError("An ExpansionOutlierDetector needs a single-output expansion.")
+
+    def decision_function(self, X):
+        """``f(x)``: positive for inliers."""
+        return self._evaluate(X)
+
+    def predict(self, X):
+        """+1 (inlier, ``f(x) > 0``) or -1 (outlier)."""
+        return np.where(self.decision_function(X) > 0, 1, -1)
+
+
+@persistence.register
+class ExpansionTransformer(TransformerMixin, _BuiltFromExpansion):
+    """Feature extractor ``x -> (f_1(x), ..., f_k(x))``, one expansion output per feature.
+
+    A compressed kernel PCA: its ``transform`` approximates the original's projections
+    (the centring constants kept as intercepts, :func:`sparsekm.interop.expansion_from_estimator`).
+    """
+
+    def transform(self, X):
+        """The features, shape (n_samples, n_outputs)."""
+        out = self._evaluate(X)
+        return out if out.ndim == 2 else out[:, None]
