@@ -33,7 +33,7 @@ _S = persistence.spec
 
 #: ``compress_report_`` of a model made by :func:`sparsekm.compress` (a plain dict).
 _REPORT_VALUE = _S.one_of(_S.int(min=-1), _S.float(), _S.str(), _S.bool(), nullable=True)
-_REPORT = _S.dict(_S.one_of(_REPORT_VALUE, _S.list(_S.dict(_REPORT_VALUE)),
+_REPORT = _S.dict(_S.one_of(_REPORT_VALUE, _S.list(_S.str()), _S.list(_S.dict(_REPORT_VALUE)),
                             _S.dict(_REPORT_VALUE)), optional=True)
 
 _NO_VARIANCE = ("this regressor has no predictive variance: only one made from a "
