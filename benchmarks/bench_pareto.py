@@ -490,7 +490,8 @@ def m_compress_auto(ctx, budgets):
     the cell's ``val_error`` is that method's). Only training data enter the check."""
     from collections import Counter
 
-    from sparsekm.compress import _Candidates, _rebuild_margin, _Split, compress
+    from sparsekm.compress import CANDIDATES, FULL, CandidateFit, Problem, _rebuild_margin, compress
+    from sparsekm.compress._candidates import Split
     from sparsekm.multiclass import ExpansionClassifier
     est = ctx.svc_ovr()[0]
     out = {}
@@ -513,9 +514,10 @@ def m_compress_auto(ctx, budgets):
                     # chosen on a fold whose SVC had at most b vectors; the SVC refitted on
                     # all training data has more: its reduced set at the budget stands in
                     method, variant = "construct", "b kept"
-                clf = exact if method == "original" else \
-                    _Candidates(exact, True, 5, 200, SEED).build(
-                        _Split(ctx.X_fit, ctx.y_fit, None, None, exact), method, b, variant)
+                split = Split(ctx.X_fit, ctx.y_fit, None, None, exact)
+                clf = exact if method == "original" else CANDIDATES[method].build(
+                    Problem(exact, [split], None, True, 5, 200, SEED), split, b, variant,
+                    FULL, CandidateFit(None, "", float("nan"), "full"), all_rows=True)
                 tried.append((name, method, variant, clf))
                 if name not in means:
                     break

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "sparsekm"
-SOLVERS = ("preimage.py", "reduced_set", "approx", "sparse_learning")
+SOLVERS = ("preimage.py", "reduced_set", "approx", "sparse_learning", "convert.py")
 FORBIDDEN = ("sparsekm.models", "sparsekm.compress", "sparsekm.cli", "sparsekm.reproduce")
 
 
@@ -55,6 +55,29 @@ def test_solvers_do_not_import_higher_layers(path):
     bad = [f"line {line}: {name}" for line, name in _imports(path)
            if any(name == f or name.startswith(f + ".") for f in FORBIDDEN)]
     assert not bad, f"{path.relative_to(SRC)} imports a higher layer: {bad}"
+
+
+def test_compress_does_not_import_plotting():
+    """plotting.compress_curve imports from compress; compress draws its report with
+    matplotlib itself (the circle compress <-> plotting is gone)."""
+    files = sorted((SRC / "compress").rglob("*.py"))
+    assert len(files) >= 5
+    bad = [(p.name, line, name) for p in files for line, name in _imports(p)
+           if name == "sparsekm.plotting" or name.startswith("sparsekm.plotting.")]
+    assert not bad
+
+
+def test_one_model_conversion_for_compress_and_the_cli():
+    """compress and ``sparsekm reduce`` convert a user's model with the same function."""
+    import inspect
+
+    from sparsekm import cli, convert
+    from sparsekm.compress import _search
+
+    assert "exact_model(" in inspect.getsource(cli.reducible)
+    assert "exact_classifier(" in inspect.getsource(_search.compress)
+    assert not hasattr(_search, "_exact_classifier")
+    assert convert.exact_classifier.__module__ == "sparsekm.convert"
 
 
 def test_resolver_sees_relative_imports():

@@ -719,45 +719,19 @@ def load_model(path, trust_pickle=False, key=None, require_key=False):
 def reducible(obj, path):
     """``obj`` (as :func:`load_object` read it from ``path``) as what ``reduce`` shrinks:
     an :class:`~sparsekm.multiclass.ExpansionClassifier` or a
-    :class:`~sparsekm.KernelExpansion` (see :func:`load_model`)."""
-    import numpy as np
+    :class:`~sparsekm.KernelExpansion` (:func:`sparsekm.convert.exact_model`, the
+    conversion :func:`sparsekm.compress` uses too)."""
+    from .convert import exact_model
 
-    from .expansion import KernelExpansion
-    from .interop import classifier_from_estimator
-    from .multiclass import ExpansionClassifier
-
-    if isinstance(obj, (KernelExpansion, ExpansionClassifier)):
-        return obj
-    from sklearn.multiclass import OneVsOneClassifier, OneVsRestClassifier
-    from sklearn.svm import SVC, NuSVC
-
-    if isinstance(obj, (SVC, NuSVC, OneVsRestClassifier, OneVsOneClassifier)):
-        return classifier_from_estimator(obj)
-    if hasattr(obj, "_classifier") and isinstance(getattr(obj, "expansion_", None),
-                                                  KernelExpansion):
-        obj._restore_defaults()
-        return obj._classifier()  # a ReducedSetClassifier: its machine and classes
-    if hasattr(obj, "transform") and isinstance(getattr(obj, "expansions_", None),
-                                                KernelExpansion):
-        return obj.expansions_  # sparsekm's KernelPCA: transform(X) = expansions_(X)
     try:
-        psi = KernelExpansion.from_estimator(obj)
-    except TypeError:
+        return exact_model(obj, owner="reduce")
+    except (TypeError, ValueError):
         raise CLIError(
             f"{path} holds a {type(obj).__module__.split('.')[0]} {type(obj).__name__}, "
             "which reduce cannot shrink: it reduces kernel expansions (sparsekm models with "
             "expansion_ or expansions_, KernelExpansion files, and scikit-learn's SVC, NuSVC, "
             "SVR, NuSVR, OneVsRestClassifier(SVC), OneVsOneClassifier(SVC) and "
             "sklearn.decomposition.KernelPCA)") from None
-    classes = getattr(obj, "classes_", None)
-    if classes is not None and hasattr(obj, "predict"):
-        # other sparsekm classifiers: sign (binary) or one-vs-rest argmax
-        k = len(classes)
-        if k == 2 and not psi.is_multioutput:
-            return ExpansionClassifier(psi, np.asarray(classes), scheme="binary")
-        if k > 2 and psi.n_outputs == k:
-            return ExpansionClassifier(psi, np.asarray(classes), scheme="ovr")
-    return psi
 
 
 def _positive_int(text):

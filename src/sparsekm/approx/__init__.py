@@ -1,6 +1,7 @@
 """Approximations of the training set (greedy basis) and randomized kernels."""
 
 from .greedy import GreedyBasis, greedy_basis, pivoted_cholesky
+from .nystroem import nystroem_features, nystroem_normalization
 from .ridge import (
     RidgeOnLandmarks,
     nystroem_landmarks,
@@ -29,6 +30,8 @@ __all__: list[str] = [
     "GreedyBasis",
     "greedy_basis",
     "pivoted_cholesky",
+    "nystroem_features",
+    "nystroem_normalization",
     "ProjectedKernel",
     "QuantizedGram",
     "RandomProjection",

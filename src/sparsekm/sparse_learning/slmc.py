@@ -74,7 +74,7 @@ def slmc_gradient(X, y, Z, kernel, alpha, beta):
 
 
 def slmc_optimize(X, y, Z0, kernel, C, *, max_iter=100, tol=1e-6, svm_tol=1e-4, warm_start=True,
-                  callback=None, solver="auto", backend=None, device=None):
+                  callback=None, solver="auto", backend=None, device=None, deadline=None):
     """Minimise the SLMC marginal function ``W(Z)`` over ``Z`` with L-BFGS (section 3.3).
 
     Parameters
@@ -110,6 +110,11 @@ def slmc_optimize(X, y, Z0, kernel, C, *, max_iter=100, tol=1e-6, svm_tol=1e-4, 
         only those (``N_z x n``, ``N_z x N_z``, ``N_z x d``).
     device : str or None, default=None
         torch device (``None``: the configured one, else CUDA when available).
+    deadline : :class:`~sparsekm.utils.optimize.Deadline`, optional
+        A hard cap on the wall-clock time: once passed, the run stops after its
+        current L-BFGS iteration with ``message`` ``DEADLINE_STOP`` (the best ``Z`` so
+        far is kept) and restarts not yet begun are not run. ``None`` (default): no
+        clock is read.
 
     Returns
     -------
@@ -132,7 +137,7 @@ def slmc_optimize(X, y, Z0, kernel, C, *, max_iter=100, tol=1e-6, svm_tol=1e-4, 
             warm["alpha"] = sol.alpha
         return sol.W, slmc_gradient(X, y, Z, kernel, sol.alpha, sol.beta), sol
 
-    return _restarts(fun, starts, max_iter, tol, callback, warm)
+    return _restarts(fun, starts, max_iter, tol, callback, warm, deadline)
 
 
 def _starts(Z0):
@@ -144,12 +149,16 @@ def _starts(Z0):
     return [Z0]
 
 
-def _restarts(fun, starts, max_iter, tol, callback, warm):
-    """L-BFGS from every start (the inner SVM's warm start reset), the best by ``W``."""
+def _restarts(fun, starts, max_iter, tol, callback, warm, deadline=None):
+    """L-BFGS from every start (the inner SVM's warm start reset), the best by ``W``;
+    starts not begun when ``deadline`` has passed are not run."""
     runs = []
     for Z0 in starts:
+        if runs and deadline is not None and deadline.expired():
+            break
         warm["alpha"] = None
-        runs.append(_lbfgs_over_Z(fun, np.array(Z0, dtype=float), max_iter, tol, callback))
+        runs.append(_lbfgs_over_Z(fun, np.array(Z0, dtype=float), max_iter, tol, callback,
+                                  deadline))
     return runs[0] if len(runs) == 1 else best_of_restarts(runs)
 
 
@@ -260,7 +269,7 @@ def slmc_shared_objective(problems, Z, kernel, C, *, solver="auto"):
 
 def slmc_shared_optimize(problems, Z0, kernel, C, *, max_iter=100, tol=1e-6, svm_tol=1e-4,
                          warm_start=True, callback=None, solver="auto", backend=None,
-                         device=None):
+                         device=None, deadline=None):
     """Minimise the shared-XV marginal function ``sum_c W_c(Z)`` over ``Z`` with L-BFGS.
 
     The multi-class SLMC with expansion vectors shared by all one-vs-rest problems:
@@ -279,7 +288,7 @@ def slmc_shared_optimize(problems, Z0, kernel, C, *, max_iter=100, tol=1e-6, svm
         shared reduced set); a list of them gives restarts, as in :func:`slmc_optimize`.
     kernel : Kernel
     C : float
-    max_iter, tol, svm_tol, warm_start, callback, solver, backend, device
+    max_iter, tol, svm_tol, warm_start, callback, solver, backend, device, deadline
         As in :func:`slmc_optimize`; ``tol`` applies to the summed ``W``. Each distinct
         ``X`` array goes to the device once.
 
@@ -306,4 +315,4 @@ def slmc_shared_optimize(problems, Z0, kernel, C, *, max_iter=100, tol=1e-6, svm
             warm["alpha"] = [s.alpha for s in sols]
         return value, grad, sols
 
-    return _restarts(fun, starts, max_iter, tol, callback, warm)
+    return _restarts(fun, starts, max_iter, tol, callback, warm, deadline)
