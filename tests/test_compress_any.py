@@ -10,7 +10,7 @@ from sklearn.kernel_ridge import KernelRidge
 from sklearn.svm import SVR, OneClassSVM
 
 import sparsekm
-from sparsekm.compress_any import compress_any
+from sparsekm.compress import compress as compress_any
 from sparsekm.models import ExpansionOutlierDetector, ExpansionRegressor, ExpansionTransformer
 
 X, y = make_friedman1(n_samples=500, noise=0.3, random_state=0)
@@ -111,3 +111,18 @@ def test_kernel_pca_projection_error():
     chosen = small.compress_report_["rows"][small.compress_report_["chosen"]]
     assert chosen["projection_error"] == pytest.approx(err, rel=1e-9)
     assert err < 0.5
+
+
+def test_options_of_the_classifier_search_refused_with_reason(krr):
+    with pytest.raises(ValueError, match="needs a budget"):
+        compress_any(krr, Xva, yva, max_error_increase=0.01)
+    with pytest.raises(ValueError, match="time_limit=5 is implemented for classifiers only"):
+        compress_any(krr, Xva, yva, n_vectors=5, time_limit=5)
+    with pytest.raises(ValueError, match="needs validation rows"):
+        compress_any(krr, None, None, n_vectors=5, X_train=Xtr, y_train=ytr)
+    # no clock read unless asked: the seconds are NaN, and two runs give the same report
+    a = compress_any(krr, Xva, yva, n_vectors=10, method=["construct", "refit"], random_state=0)
+    b = compress_any(krr, Xva, yva, n_vectors=10, method=["construct", "refit"], random_state=0)
+    assert all(np.isnan(r["seconds"]) for r in a.compress_report_["rows"])
+    assert repr(a.compress_report_) == repr(b.compress_report_)
+    np.testing.assert_array_equal(a.expansion_.coef, b.expansion_.coef)

@@ -130,15 +130,17 @@ class CompressReport(dict):
     def table(self):
         """The report as text (what ``sparsekm reduce`` prints)."""
         sel = self.get("selection", "validation")
+        # a regressor's report (issue 36) holds RMSE values, not fractions
+        err = _num if self.get("kind") == "regressor" else _pct
         lines = [f"original machine: {self.get('full_n_vectors', 0)} distinct vectors, "
-                 f"error {_pct(self.get('full_error'))} on the {sel}"]
+                 f"{self.get('metric', 'error')} {err(self.get('full_error'))} on the {sel}"]
         if self.get("mode") == "tolerance":
             lines.append(f"target: error <= {_pct(self.get('target_error'))}")
         lines.append(f"{'method':<17} {'variant':<22} {'budget':>6} {'vectors':>7} "
                      f"{'error':>8} {'agree':>8} {'seconds':>8}  status")
         for r in self.rows:
             lines.append(f"{r['method']:<17} {r['variant'][:22]:<22} {r['budget']:>6d} "
-                         f"{r['n_vectors']:>7d} {_pct(r['val_error']):>8} "
+                         f"{r['n_vectors']:>7d} {err(r['val_error']):>8} "
                          f"{_pct(r['agreement']):>8} {_num(r['seconds']):>8}  {r['status']}"
                          + (f": {r['reason']}" if r["reason"] else ""))
         lines += list(self.get("messages", []))

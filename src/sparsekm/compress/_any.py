@@ -1,6 +1,7 @@
 """Compress a fitted regressor, one-class SVM or kernel PCA (issue 36).
 
-:func:`compress_any` is :func:`sparsekm.compress` for the models that are not classifiers:
+:func:`compress_any` is what :func:`sparsekm.compress` runs for the models that are not
+classifiers:
 ``KernelRidge``, ``GaussianProcessRegressor`` (its predictive mean, and its variance in
 the projected-process form), ``SVR``/``NuSVR``, ``OneClassSVM`` and scikit-learn's
 ``KernelPCA`` (its ``transform``). At a budget of ``n_vectors`` kernel evaluations per
@@ -38,17 +39,17 @@ import time
 
 import numpy as np
 
-from .approx.ridge import nystroem_landmarks, ridge_on_landmarks
-from .interop import expansion_from_estimator
-from .models.expansion_models import (
+from ..approx.ridge import nystroem_landmarks, ridge_on_landmarks
+from ..interop import expansion_from_estimator
+from ..models.expansion_models import (
     ExpansionOutlierDetector,
     ExpansionRegressor,
     ExpansionTransformer,
 )
-from .reduced_set.reduction import reduce_expansion
-from .utils.validation import check_array, check_scalar
+from ..reduced_set.reduction import reduce_expansion
+from ..utils.validation import check_array, check_scalar
 
-__all__ = ["compress_any", "model_kind", "ANY_METHODS", "LAM_GRID"]
+__all__ = ["compress_any", "model_kind", "is_any_model", "ANY_METHODS", "LAM_GRID"]
 
 #: Candidates tried by ``method="auto"``, in order.
 ANY_METHODS = ("construct", "construct+refine", "refit", "nystroem-uniform", "nystroem-kmeans")
@@ -63,7 +64,7 @@ def model_kind(model):
     from sklearn.kernel_ridge import KernelRidge
     from sklearn.svm import SVR, NuSVR, OneClassSVM
 
-    from .models import ReducedSetRegressor
+    from ..models import ReducedSetRegressor
 
     if isinstance(model, (KernelRidge, GaussianProcessRegressor, SVR, NuSVR,
                           ExpansionRegressor, ReducedSetRegressor)):
@@ -75,6 +76,15 @@ def model_kind(model):
     raise TypeError(
         f"compress takes KernelRidge, GaussianProcessRegressor, SVR, NuSVR, OneClassSVM and "
         f"sklearn.decomposition.KernelPCA (and classifiers); got {type(model).__name__}.")
+
+
+def is_any_model(model):
+    """Whether :func:`compress_any` (not the classifier search) takes ``model``."""
+    try:
+        model_kind(model)
+    except TypeError:
+        return False
+    return True
 
 
 def _outputs(model, kind, X):
@@ -158,7 +168,8 @@ def _training(model, kind, X_train, y_train):
 
 
 def compress_any(model, X_val, y_val=None, *, n_vectors, method="auto", X_train=None,
-                 y_train=None, random_state=None, n_init=5, max_iter=200, lam_grid=LAM_GRID):
+                 y_train=None, random_state=None, n_init=5, max_iter=200, lam_grid=LAM_GRID,
+                 timing=False, **options):
     """The best small model of a regressor, one-class SVM or kernel PCA at a budget.
 
     Parameters
@@ -182,6 +193,12 @@ def compress_any(model, X_val, y_val=None, *, n_vectors, method="auto", X_train=
         Reduced-set construction settings.
     lam_grid : sequence of float
         Ridge parameters tried on validation.
+    timing : bool, default=False
+        Record each candidate's build seconds in the report (else NaN: no clock is read).
+    **options
+        The classifier search's other options: ``max_error_increase``, ``time_limit``,
+        ``cv`` (no validation data), ``screen``, ``n_jobs`` are refused here with the
+        reason when given a non-default value; ``shared`` and ``verbose`` are ignored.
 
     Returns
     -------
@@ -194,6 +211,13 @@ def compress_any(model, X_val, y_val=None, *, n_vectors, method="auto", X_train=
     """
     owner = "compress"
     kind = model_kind(model)
+    _refuse_options(kind, options)
+    if n_vectors is None:
+        raise ValueError(f"compress of a {kind} needs a budget n_vectors (the tolerance mode, "
+                         "max_error_increase, is implemented for classifiers only).")
+    if X_val is None:
+        raise ValueError(f"compress of a {kind} needs validation rows X_val (choices by "
+                         "cross-validation inside X_train are implemented for classifiers only).")
     m = check_scalar(n_vectors, "n_vectors", owner, kind="int", lower=1)
     methods = list(ANY_METHODS) if method == "auto" else (
         [method] if isinstance(method, str) else list(method))
@@ -222,13 +246,14 @@ def compress_any(model, X_val, y_val=None, *, n_vectors, method="auto", X_train=
         row = {"method": name, "variant": variant, "budget": m, "n_vectors": 0,
                "val_error": float("nan"), "agreement": float("nan"), "seconds": float("nan"),
                "status": "ok", "reason": ""}
-        t0 = time.perf_counter()
+        t0 = time.perf_counter() if timing else None
         try:
             out = build()
         except (ValueError, TypeError, np.linalg.LinAlgError) as exc:
             row.update(status="failed", reason=str(exc)[:200])
             out = None
-        row["seconds"] = time.perf_counter() - t0
+        if timing:
+            row["seconds"] = time.perf_counter() - t0
         if out is not None:
             est, variant_text = out
             row["variant"] = variant_text or variant
@@ -315,6 +340,24 @@ def compress_any(model, X_val, y_val=None, *, n_vectors, method="auto", X_train=
         "full_n_vectors": int(psi.n_terms), "chosen": int(chosen),
         "messages": messages, "rows": rows, **{f"full_{k}": v for k, v in full_extra.items()}}
     return best
+
+
+_DEFAULTS = {"max_error_increase": None, "time_limit": None, "cv": 3, "screen": True,
+             "n_jobs": None}
+_IGNORED = ("shared", "verbose")
+
+
+def _refuse_options(kind, options):
+    for name, value in options.items():
+        if name in _IGNORED:
+            continue
+        if name not in _DEFAULTS:
+            raise TypeError(f"compress() got an unexpected keyword argument {name!r}.")
+        if value is not None and value != _DEFAULTS[name]:
+            if name == "max_error_increase":
+                continue  # refused with its reason below, when n_vectors is missing
+            raise ValueError(f"compress: {name}={value!r} is implemented for classifiers "
+                             f"only; a {kind} is compressed at a budget, chosen on X_val.")
 
 
 def _nan_low(v):
