@@ -48,6 +48,7 @@ from ..models.expansion_models import (
 )
 from ..reduced_set.reduction import reduce_expansion
 from ..utils.validation import check_array, check_scalar
+from ._report import CompressReport
 
 __all__ = ["compress_any", "model_kind", "is_any_model", "ANY_METHODS", "LAM_GRID"]
 
@@ -334,11 +335,11 @@ def compress_any(model, X_val, y_val=None, *, n_vectors, method="auto", X_train=
     best = models[chosen]
     metric = {"regressor": "RMSE" if y_val is not None else "RMSE against the original",
               "one-class": "1 - agreement of inlier calls", "kpca": "relative projection error"}
-    best.compress_report_ = {
+    best.compress_report_ = CompressReport({
         "mode": "budget", "budget": m, "kind": kind, "metric": metric[kind],
         "selection": "validation", "full_error": float(full_error),
         "full_n_vectors": int(psi.n_terms), "chosen": int(chosen),
-        "messages": messages, "rows": rows, **{f"full_{k}": v for k, v in full_extra.items()}}
+        "messages": messages, "rows": rows, **{f"full_{k}": v for k, v in full_extra.items()}})
     return best
 
 
