@@ -126,3 +126,16 @@ def test_options_of_the_classifier_search_refused_with_reason(krr):
     assert all(np.isnan(r["seconds"]) for r in a.compress_report_["rows"])
     assert repr(a.compress_report_) == repr(b.compress_report_)
     np.testing.assert_array_equal(a.expansion_.coef, b.expansion_.coef)
+
+
+def test_full_budget_gaussian_process_keeps_mean_and_std():
+    gpr = GaussianProcessRegressor(gpk.ConstantKernel(20.0) * gpk.Matern(2.0, nu=1.5)
+                                   + gpk.WhiteKernel(0.1), optimizer=None,
+                                   normalize_y=True).fit(Xtr[:120], ytr[:120])
+    # the refit at full budget: Z = the training inputs, the GP's own noise
+    full = compress_any(gpr, Xva, yva, n_vectors=120, method=["refit"], random_state=0)
+    assert [r["method"] for r in full.compress_report_["rows"]] == ["original", "refit"]
+    m, s = full.predict(Xte, return_std=True)
+    m0, s0 = gpr.predict(Xte, return_std=True)
+    np.testing.assert_allclose(m, m0, rtol=1e-8, atol=1e-8)
+    np.testing.assert_allclose(s, s0, rtol=1e-5, atol=1e-6)

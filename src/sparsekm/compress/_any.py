@@ -299,10 +299,16 @@ def compress_any(model, X_val, y_val=None, *, n_vectors, method="auto", X_train=
         else:
             def build_refit():
                 done = [r for r in rows if r["method"] in reduced and r["status"] == "ok"]
-                if not done:
-                    raise ValueError("no reduced set to take the vectors from")
-                src = min(done, key=lambda r: r["val_error"])["method"]
-                Z = reduced[src].vectors
+                if done:
+                    src = min(done, key=lambda r: r["val_error"])["method"]
+                    Z = reduced[src].vectors
+                elif m >= psi.n_terms:
+                    src, Z = "all", psi.vectors
+                else:  # refit asked for alone: its vectors from a construction
+                    src = "construct"
+                    Z = reduce_expansion(psi, m, method="construct", shared=shared,
+                                         n_init=n_init, max_iter=max_iter,
+                                         random_state=seed).expansion.vectors
                 if gpr is not None:
                     est = ExpansionRegressor.from_gaussian_process(gpr, Z)
                     return est, f"{src} vectors, projected-process mean (lam={est.alpha_:g})"
