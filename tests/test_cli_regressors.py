@@ -53,3 +53,16 @@ def test_reduce_with_train_and_validation(files, capsys):
     small = sparsekm.load(d / "b.skm")
     assert small.n_vectors_ <= 30
     np.testing.assert_allclose(out, small.predict(Xt), rtol=1e-9)
+
+
+def test_export_reduced_kernel_ridge(files, capsys):
+    ort = pytest.importorskip("onnxruntime")
+    d, krr, Xt = files
+    if not (d / "b.skm").exists():
+        assert main(["--quiet", "reduce", str(d / "krr.joblib"), "--trust-pickle", "-n", "30",
+                     "--train", str(d / "T.csv"), "--validation", str(d / "V.csv"),
+                     "-o", str(d / "b.skm")]) == 0
+    assert main(["export", str(d / "b.skm"), "-o", str(d / "b.onnx"), "--float64"]) == 0
+    sess = ort.InferenceSession(str(d / "b.onnx"), providers=["CPUExecutionProvider"])
+    out = sess.run(None, {"X": Xt})[0].reshape(-1)
+    np.testing.assert_allclose(out, sparsekm.load(d / "b.skm").predict(Xt), rtol=1e-10)
