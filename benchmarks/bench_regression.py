@@ -40,6 +40,38 @@ OUT = Path(__file__).resolve().parent / "results" / "regression.json"
 FIG = Path(__file__).resolve().parents[1] / "docs" / "figures" / "regression_budget.png"
 
 
+def _environment():
+    """Commit, versions, BLAS kernel and numpy's CPU features (docs: honesty rules)."""
+    import subprocess
+
+    import scipy
+    import sklearn
+    from threadpoolctl import threadpool_info
+
+    import sparsekm
+
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                                cwd=Path(__file__).resolve().parent, check=True).stdout.strip()
+        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                                    capture_output=True, text=True, check=True,
+                                    cwd=Path(__file__).resolve().parent).stdout.strip())
+    except (OSError, subprocess.CalledProcessError):
+        commit, dirty = None, None
+    try:
+        from numpy._core._multiarray_umath import __cpu_features__ as feats
+        cpu = sorted(k for k, v in feats.items() if v)
+    except ImportError:  # pragma: no cover - older numpy
+        cpu = None
+    return {"commit": commit, "uncommitted_changes": dirty,
+            "versions": {"numpy": np.__version__, "scipy": scipy.__version__,
+                         "scikit-learn": sklearn.__version__,
+                         "sparsekm": getattr(sparsekm, "__version__", None)},
+            "blas_kernels": sorted({f"{i.get('internal_api')} {i.get('architecture')}"
+                                    for i in threadpool_info() if i.get("user_api") == "blas"}),
+            "numpy_cpu_features": cpu}
+
+
 def _datasets(friedman_n):
     from sklearn.datasets import load_diabetes, make_friedman1
 
@@ -106,7 +138,8 @@ def run(friedman_n, gp_rows, quick=False):
     from sparsekm import KernelExpansion
     from sparsekm.compress import compress
 
-    results = {"machine": machine(), "budgets_fraction_of_train": list(BUDGETS),
+    results = {"machine": machine(), "environment": _environment(),
+               "budgets_fraction_of_train": list(BUDGETS),
                "svgp": "not run: neither GPyTorch nor GPflow is installed here",
                "datasets": []}
     for name, X, y in _datasets(friedman_n):
