@@ -139,3 +139,15 @@ def test_full_budget_gaussian_process_keeps_mean_and_std():
     m0, s0 = gpr.predict(Xte, return_std=True)
     np.testing.assert_allclose(m, m0, rtol=1e-8, atol=1e-8)
     np.testing.assert_allclose(s, s0, rtol=1e-5, atol=1e-6)
+
+
+def test_sparsekm_kernel_pca():
+    from sparsekm.models import KernelPCA as OwnKernelPCA
+
+    kp = OwnKernelPCA(n_components=3, kernel="rbf", gamma=0.2).fit(Xtr)
+    small = compress_any(kp, Xva, n_vectors=20, method=["construct", "refit"], X_train=Xtr,
+                         random_state=0, n_init=2, max_iter=50)
+    T, T0 = small.transform(Xva), kp.transform(Xva)
+    err = ((T - T0) ** 2).sum() / ((T0 - T0.mean(0)) ** 2).sum()
+    assert small.compress_report_["rows"][small.compress_report_["chosen"]][
+        "projection_error"] == pytest.approx(err, rel=1e-9)

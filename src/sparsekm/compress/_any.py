@@ -65,6 +65,7 @@ def model_kind(model):
     from sklearn.kernel_ridge import KernelRidge
     from sklearn.svm import SVR, NuSVR, OneClassSVM
 
+    from ..models import KernelPCA as OwnKernelPCA
     from ..models import ReducedSetRegressor
 
     if isinstance(model, (KernelRidge, GaussianProcessRegressor, SVR, NuSVR,
@@ -72,7 +73,7 @@ def model_kind(model):
         return "regressor"
     if isinstance(model, (OneClassSVM, ExpansionOutlierDetector)):
         return "one-class"
-    if isinstance(model, (KernelPCA, ExpansionTransformer)):
+    if isinstance(model, (KernelPCA, OwnKernelPCA, ExpansionTransformer)):
         return "kpca"
     raise TypeError(
         f"compress takes KernelRidge, GaussianProcessRegressor, SVR, NuSVR, OneClassSVM and "
@@ -236,7 +237,8 @@ def compress_any(model, X_val, y_val=None, *, n_vectors, method="auto", X_train=
     from sklearn.gaussian_process import GaussianProcessRegressor
 
     gpr = model if isinstance(model, GaussianProcessRegressor) else None
-    psi = expansion_from_estimator(model)
+    own = getattr(model, "expansions_", None)  # sparsekm's KernelPCA: eq. 36 with centring
+    psi = own if own is not None else expansion_from_estimator(model)
     orig_val = _outputs(model, kind, X_val)
     full_error, _, full_extra = _metrics(kind, orig_val, orig_val, y_val)
     seed = 0 if random_state is None else int(np.random.default_rng(random_state).integers(2**31))
