@@ -492,6 +492,7 @@ def m_compress_auto(ctx, budgets):
 
     from sparsekm.compress import CANDIDATES, FULL, CandidateFit, Problem, _rebuild_margin, compress
     from sparsekm.compress._candidates import Split
+    from sparsekm.compress._search import _source_C
     from sparsekm.multiclass import ExpansionClassifier
     est = ctx.svc_ovr()[0]
     out = {}
@@ -515,9 +516,15 @@ def m_compress_auto(ctx, budgets):
                     # all training data has more: its reduced set at the budget stands in
                     method, variant = "construct", "b kept"
                 split = Split(ctx.X_fit, ctx.y_fit, None, None, exact)
-                clf = exact if method == "original" else CANDIDATES[method].build(
-                    Problem(exact, [split], None, True, 5, 200, SEED), split, b, variant,
-                    FULL, CandidateFit(None, "", float("nan"), "full"), all_rows=True)
+                # the C values compress tried: those nearest the SVC's C (its report's labels)
+                problem = Problem(exact, [split], None, True, 5, 200, SEED,
+                                  source_C=_source_C(est))
+                if method != "original":
+                    cand = CANDIDATES[method]
+                    chosen = next(v for v in cand.variants(problem, FULL) if v.label == variant)
+                clf = exact if method == "original" else cand.build(
+                    problem, split, b, chosen, FULL,
+                    CandidateFit(None, None, float("nan"), "full"), all_rows=True)
                 tried.append((name, method, variant, clf))
                 if name not in means:
                     break

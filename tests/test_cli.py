@@ -268,10 +268,13 @@ def test_reduce_per_class_and_option_refusals(digits_models, capsys):
     d, _, _, _, ovr = digits_models
     assert main(["--quiet", "reduce", str(d / "ovr.joblib"), "--trust-pickle", "-n", "3",
                  "--per-class", "-o", str(d / "pc.skm")]) == 0
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
+    out = captured.out
     clf = sparsekm.load(d / "pc.skm")
     assert clf.scheme == "ovr" and clf.expansion.compress().n_terms == 30
     assert "3 per output" in out and "-> 30 distinct vectors" in out
+    # larger than the -n asked: warned, with both numbers (issue 39)
+    assert "has 30 distinct vectors" in captured.err and "more than the 3 asked" in captured.err
     usage = [
         ["-n", "0"],
         ["-n", "-3"],

@@ -322,6 +322,7 @@ def test_cli_reduce_with_train_and_validation(blobs, tmp_path, capsys):
     rc = main([*base, "-n", "6", *data, "--method", "kmeans-svm", "-o", str(tmp_path / "s.skm")])
     out = capsys.readouterr().out
     assert rc == 0 and "kmeans-svm" in out and "chosen" in out and "agree" in out
+    assert "total time: " in out  # the report states the total time (issue 39)
     assert (tmp_path / "s.png").stat().st_size > 0
     small = sparsekm.load(tmp_path / "s.skm")
     direct = sparsekm.compress(ovo, Xv, yv, n_vectors=6, X_train=Xtr, y_train=ytr,
@@ -360,12 +361,15 @@ def test_slmc_tries_the_source_machines_C_first(moons):
     # |log C - log 10|: 10 first, then 1 and 100 (tied: grid order), then 0.1
     assert problem.C_order() == [10.0, 1.0, 100.0, 0.1]
     assert SLMC_N_C == 2
+    def C(name, fidelity):  # C travels as a number; the label is the report's
+        vs = CANDIDATES[name].variants(problem, fidelity)
+        assert [v.label for v in vs] == [f"C={v.C:g}" for v in vs]
+        return [v.C for v in vs]
     for name in ("slmc", "slmc-peer"):
-        assert CANDIDATES[name].variants(problem, FULL) == ["C=10", "C=1"]
-        assert CANDIDATES[name].variants(problem, SCREEN) == ["C=10"]
-    assert CANDIDATES["kmeans-svm"].variants(problem, FULL) == ["C=0.1", "C=1", "C=10",
-                                                                "C=100"]
-    assert CANDIDATES["kmeans-svm"].variants(problem, SCREEN) == ["C=10"]
+        assert C(name, FULL) == [10.0, 1.0]
+        assert C(name, SCREEN) == [10.0]
+    assert C("kmeans-svm", FULL) == [0.1, 1.0, 10.0, 100.0]
+    assert C("kmeans-svm", SCREEN) == [10.0]
     # without the original's C: nearest to 1
     assert Problem(exact, [], None, True, 2, 50, 0).C_order()[0] == 1.0
 

@@ -867,6 +867,12 @@ def cmd_reduce(args):
     else:
         out = reduced
     save(out, args.output, key=key, force=args.force)
+    if n_after > n:
+        # --per-class: -n counts the vectors of each output; never larger in silence
+        print(f"sparsekm: warning: the reduced model has {n_after} distinct vectors (kernel "
+              f"evaluations per prediction), more than the {n} asked: --per-class keeps -n "
+              f"{n} for each of the {psi.n_outputs} outputs; drop --per-class for one set of "
+              f"{n} shared by all outputs", file=sys.stderr)
     # The speed-up, measured: both machines on the same 2000 rows (the model's own
     # vectors, repeated) in sparsekm's evaluator, with one BLAS thread so that a busy
     # machine's thread contention does not flatter either side.
@@ -1015,8 +1021,13 @@ def add_compress_options(p):
                         "them and the thresholds re-fitted; without --validation, choices are "
                         "made by 3-fold CV inside TRAIN")
     g.add_argument("--time-limit", type=float, default=None, metavar="S",
-                   help="with --validation/--train: skip costlier candidates once S seconds "
-                        "are spent (default 3x the first candidate, at least 300 s)")
+                   help="with --validation/--train: a hard cap; candidates not started when "
+                        "S seconds are spent are skipped and a running SLMC stops (the "
+                        "report says what was cut; the result then depends on the machine's "
+                        "load). Default: none (the same model on any machine)")
+    g.add_argument("--jobs", type=int, default=None, metavar="J",
+                   help="with --validation/--train: candidates fitted in J parallel "
+                        "processes (the model does not depend on it)")
     g.add_argument("--plot", default=None,
                    help="with --validation/--train: figure of the candidates (default: "
                         "OUTPUT with .png)")
@@ -1081,10 +1092,12 @@ def cmd_reduce_compress(args):
                                f"{_short_list(np.asarray(classes))}")
         y_val = None if y_val is None else y_val.astype(dt)
         y_tr = None if y_tr is None else y_tr.astype(dt)
+    # progress by default on a terminal (--quiet: none); the report states the total time
     small = compress(model, X_val, y_val, n_vectors=args.n_vectors,
                      max_error_increase=args.max_error_increase, method=method,
                      X_train=X_tr, y_train=y_tr, time_limit=args.time_limit,
-                     random_state=args.seed)
+                     random_state=args.seed, n_jobs=args.jobs, timing=True,
+                     verbose=not args.quiet and sys.stderr.isatty())
     rep = small.compress_report_
     print(rep.table())
     save(small, args.output, key=key, force=args.force)

@@ -31,6 +31,7 @@ from ._candidates import (
     CandidateFit,
     Fidelity,
     Problem,
+    Variant,
 )
 from ._model import CompressedClassifier
 from ._prefixes import construct_prefixes
@@ -50,4 +51,4 @@ from ._search import (
 
 __all__ = ["compress", "CompressReport", "CompressedClassifier", "CompressCurve",
            "construct_prefixes", "nystroem_features", "nystroem_normalization",
-           "AUTO_METHODS", "Candidate", "CandidateFit", "Fidelity", "Problem"]
+           "AUTO_METHODS", "Candidate", "CandidateFit", "Fidelity", "Problem", "Variant"]

@@ -24,7 +24,7 @@ from ..utils.optimize import DEADLINE_STOP
 from ._prefixes import construct_prefixes
 
 __all__ = ["Fidelity", "SCREEN", "FULL", "Problem", "Split", "Candidate", "CandidateFit",
-           "CANDIDATES", "C_GRID"]
+           "Variant", "CANDIDATES", "C_GRID"]
 
 #: C values tried (on validation) by the direct methods at full fidelity (the same grid
 #: as the peers of ``benchmarks/bench_pareto.py``).
@@ -204,12 +204,23 @@ def _take(split, rows):
     return split.X_fit[rows], split.y_fit[rows]
 
 
+@dataclass(frozen=True)
+class Variant:
+    """One setting a candidate tries on validation: a C value (direct methods) or the
+    thresholds kept / re-fitted (reduced sets). ``label`` is what the report shows; the
+    numbers travel as numbers."""
+
+    label: str
+    C: float | None = None
+    refit_thresholds: bool = False
+
+
 @dataclass
 class CandidateFit:
     """What :meth:`Candidate.fit` returns."""
 
     model: object                      # the fitted classifier (on all the data of the fit)
-    variant: str                       # e.g. "C=10", "b kept"
+    variant: Variant                   # the setting chosen (``variant.label``: "C=10")
     error: float                       # validation error (CV: mean over the folds)
     fidelity: str                      # "screen" or "full"
     notes: list = field(default_factory=list)
@@ -293,11 +304,11 @@ class Candidate:
         -------
         CandidateFit
         """
-        out = CandidateFit(None, "", float("nan"), fidelity.name)
+        out = CandidateFit(None, None, float("nan"), fidelity.name)
         errs, fitted = {}, {}
         for v in self.variants(problem, fidelity):
             if errs and problem.expired():
-                out.cut.append(v)
+                out.cut.append(v.label)
                 continue
             per = []
             for i, s in enumerate(problem.splits):
@@ -335,7 +346,8 @@ class _ReducedSet(Candidate):
         return None
 
     def variants(self, problem, fidelity):
-        return ["b kept"] + (["b refit on train"] if problem.has_train else [])
+        return [Variant("b kept")] + ([Variant("b refit on train", refit_thresholds=True)]
+                                      if problem.has_train else [])
 
     def reduced(self, problem, split, b, fidelity):
         raise NotImplementedError
@@ -347,7 +359,7 @@ class _ReducedSet(Candidate):
                 warnings.simplefilter("ignore")
                 split.cache[key] = self.reduced(problem, split, b, fidelity)
         red = split.cache[key]
-        if variant != "b kept":
+        if variant.refit_thresholds:
             red = _refit_thresholds(split.exact, red, split.X_fit, split.y_fit)
         return _like(split.exact, red)
 
@@ -396,9 +408,9 @@ class ConstructRefine(_ReducedSet):
                       construction(problem, split, b), max_iter=iters).expansion
 
     def cost(self, problem, b, fidelity=FULL):
+        # the construction it starts from is shared (cached), not counted here
         m = problem.per_output(b)
-        refine = REFINE_MAX_ITER * fidelity.iter_fraction * m * (problem.n_full + m)
-        return super().cost(problem, b) + float(refine)
+        return float(REFINE_MAX_ITER * fidelity.iter_fraction * m * (problem.n_full + m))
 
 
 class Select(_ReducedSet):
@@ -441,7 +453,7 @@ class _Direct(Candidate):
         values = self.C_values(problem)
         if fidelity.n_C is not None:
             values = [C for C in problem.C_order() if C in values][:fidelity.n_C]
-        return [f"C={C:g}" for C in values]
+        return [Variant(f"C={C:g}", C=float(C)) for C in values]
 
     def C_values(self, problem):
         return list(C_GRID)
@@ -533,9 +545,9 @@ class _FixedZLinear(_Direct):
         else:
             fit_rows = rows
         X, y = _take(split, fit_rows)
-        C = float(variant.split("=")[1])
         return _like(problem.exact, fixed_z_linear_svm(problem.kernel, Z, M, transform, X, y,
-                                                       C, problem.seed), self.scheme(problem))
+                                                       variant.C, problem.seed),
+                     self.scheme(problem))
 
     def cost(self, problem, b, fidelity=FULL):
         n = problem.n_train if fidelity.rows is None else \
@@ -578,17 +590,17 @@ class _SLMCCandidate(_Direct):
         rows = problem.rows(split, fidelity, b)
         X, y = _take(split, rows)
         Z0 = np.asarray(self.start(problem, split, b, rows), dtype=np.float64)
-        C = float(variant.split("=")[1])
         iters = max(1, math.ceil(SLMC_MAX_ITER * fidelity.iter_fraction))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            clf = SLMC(n_vectors=Z0.shape[0], C=C, kernel=problem.kernel, init=Z0,
+            clf = SLMC(n_vectors=Z0.shape[0], C=variant.C, kernel=problem.kernel, init=Z0,
                        max_iter=iters, shared=problem.classes.size > 2,
                        random_state=problem.seed).fit(X, y, deadline=problem.deadline)
         out.deadline_stops += sum(m == DEADLINE_STOP for m in clf.stop_reasons_)
         return _like(problem.exact, clf.expansion_, self.scheme(problem))
 
     def cost(self, problem, b, fidelity=FULL):
+        # its start (the construction, the k-means landmarks) is shared: not counted
         n = problem.n_train if fidelity.rows is None else \
             min(problem.n_train, max(fidelity.rows, 4 * b))
         n_C = SLMC_N_C if fidelity.n_C is None else min(fidelity.n_C, SLMC_N_C)
@@ -607,9 +619,6 @@ class SLMCFromRS(_SLMCCandidate):
     def start(self, problem, split, b, rows):
         return construction(problem, split, b).vectors
 
-    def cost(self, problem, b, fidelity=FULL):
-        return super().cost(problem, b, fidelity) + Construct().cost(problem, b)
-
 
 class SLMCFromPeer(_SLMCCandidate):
     name = "slmc-peer"
@@ -617,9 +626,6 @@ class SLMCFromPeer(_SLMCCandidate):
 
     def start(self, problem, split, b, rows):
         return landmarks(problem, split, b, "kmeans", rows)[0]
-
-    def cost(self, problem, b, fidelity=FULL):
-        return super().cost(problem, b, fidelity) + KMeansSVM().cost(problem, b, fidelity)
 
 
 #: Every candidate by name.

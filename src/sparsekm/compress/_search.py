@@ -10,10 +10,13 @@ bounded by counts (:class:`~._candidates.Fidelity`). The search rule (docs/compr
    whose screening would save less than half its work, such as the construction, is
    fitted in full at once).
 2. *Can it still win?* A candidate goes on to its full fit only when its screening error
-   is within ``max(SCREEN_SE * SE, SCREEN_MIN_MARGIN)`` of the best screening error (SE:
-   the binomial standard error of that best error on the validation points). The others
-   are reported as ``"screened"`` with their screening error.
-3. *Choice.* Among the full fits: the lowest validation error; ties go to fewer vectors,
+   is within ``margin = max(SCREEN_SE * SE, SCREEN_MIN_MARGIN)`` of the best screening
+   error (SE: the binomial standard error of that best error on the validation points).
+   The others are reported as ``"screened"`` with their screening error.
+3. *Full fits, cheaper half first.* Before each round, a candidate whose screening error
+   less the margin is above the best full fit's error so far (or equal, and listed after
+   it) cannot win and is not fitted in full.
+4. *Choice.* Among the full fits: the lowest validation error; ties go to fewer vectors,
    then to the candidate listed first.
 
 Candidates of one stage are independent: with ``n_jobs`` they run in parallel (joblib),
@@ -22,6 +25,7 @@ each with one BLAS/OpenMP thread, so that the result is the same for every ``n_j
 
 from __future__ import annotations
 
+import sys
 import time
 import warnings
 
@@ -245,7 +249,7 @@ class _Search:
             notes.append(f"time limit: {', '.join(fit.cut)} not tried")
             self.cut.append(f"{m}: {', '.join(fit.cut)} not tried")
         n = fit.n_vectors
-        i = self.row(m, b, variant=fit.variant, n_vectors=n, val_error=fit.error,
+        i = self.row(m, b, variant=fit.variant.label, n_vectors=n, val_error=fit.error,
                      agreement=self.agreement(fit.model), seconds=secs,
                      status="reference" if reference else "ok")
         r = self.rows[i]
@@ -268,12 +272,25 @@ class _Search:
                      "the model the folds validated")
         self.built[i] = fit.model
         if self.verbose:
-            print(f"compress: {m} at {b}: {r['status']} {_pct(r['val_error'])} {r['reason']}")
+            print(f"compress: {m} at {b}: {r['status']} {_pct(r['val_error'])} {r['reason']}",
+                  file=sys.stderr)
         return i
+
+    def _usable(self, result, b):
+        """Whether a fit would be an ``ok`` row (the checks of :meth:`record`)."""
+        status, fit, _ = result
+        if status != "ok" or fit.n_vectors > b or fit.n_vectors > self.problem.n_full:
+            return False
+        if fit.error >= self.chance - 1e-12 and self.chance > 0:
+            return False
+        f = self.problem.final
+        return f is None or fit.fit_error <= fit.error + \
+            _rebuild_margin(fit.error, f.y_fit.size) + 1e-12
 
     def budget(self, names, b, screen, n_eval):
         """Every candidate at budget ``b``: screened, then the ones that can still win
-        fitted in full. Returns the row indices (one per candidate, in order)."""
+        fitted in full, cheaper half first. Returns the row indices (one per candidate,
+        in order)."""
         why = {m: CANDIDATES[m].refusal(self.problem, b) for m in names}
         runnable = [m for m in names if not why[m]]
         order = {m: k for k, m in enumerate(names)}
@@ -291,9 +308,33 @@ class _Search:
                         screened[m] = (f"screening ({_fidelity_words(fid[m])}): error "
                                        f"{_pct(e)}, more than {_pct(margin)} above the best "
                                        f"screening error {_pct(best)} ({leader})")
-            again = [m for m in runnable if m in errs and m not in screened
-                     and fid[m] is not FULL]
-            results.update(self.run(again, b, {m: FULL for m in again}))
+                pending = [m for m in runnable if m in errs and m not in screened
+                           and fid[m] is not FULL]
+                cost = {m: CANDIDATES[m].cost(self.problem, b, FULL) for m in pending}
+                pending.sort(key=lambda m: (cost[m], order[m]))
+                while pending:
+                    # the leader among the fits already final; a candidate whose full fit
+                    # cannot beat it (its screening error less the margin, at best) is not
+                    # fitted in full
+                    final = [m for m in runnable if m in results and (
+                        fid[m] is FULL or results[m][1].fidelity == "full")
+                        and self._usable(results[m], b)]
+                    if final:
+                        lead = min(final, key=lambda m: (results[m][1].error, order[m]))
+                        e_lead = results[lead][1].error
+                        for m in list(pending):
+                            lb = max(0.0, errs[m] - margin)
+                            if lb > e_lead + 1e-12 or (lb >= e_lead - 1e-12
+                                                       and order[m] > order[lead]):
+                                pending.remove(m)
+                                screened[m] = (
+                                    f"screening ({_fidelity_words(fid[m])}): error "
+                                    f"{_pct(errs[m])}; less the margin {_pct(margin)} it "
+                                    f"cannot beat {lead}'s {_pct(e_lead)} (full fit)")
+                    half = pending[:(len(pending) + 1) // 2]
+                    pending = pending[len(half):]
+                    full = self.run(half, b, {m: FULL for m in half})
+                    results.update(full)
         else:
             results = self.run(runnable, b, {m: FULL for m in runnable})
         idx = []
@@ -429,7 +470,10 @@ def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increas
     work). A candidate is then fitted in full only when its screening error is within
     ``max(SCREEN_SE * SE, SCREEN_MIN_MARGIN)`` (two binomial standard errors of the best
     screening error on the validation points, at least half a point) of the best; the
-    others are reported as ``"screened"``.
+    others are reported as ``"screened"``. The rest are fitted in full in rounds, the
+    cheaper half first; before each round a candidate whose screening error less that
+    margin cannot beat the best full fit so far (or only tie it, listed after it) is
+    dropped too.
 
     Choice rule: the lowest validation error; ties go to fewer vectors, then to the
     candidate listed first. A candidate whose validation error is no better than

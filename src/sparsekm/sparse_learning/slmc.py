@@ -13,6 +13,7 @@ import numpy as np
 
 from ..backend import DeviceKernel, resident, solver_kernel, take
 from ..kernels import Kernel
+from ..utils.threads import small_solve_threads
 from ..utils.validation import check_array
 from ._lbfgs import OptimizeResult, _lbfgs_over_Z, best_of_restarts
 from .fixed_z import (
@@ -137,7 +138,9 @@ def slmc_optimize(X, y, Z0, kernel, C, *, max_iter=100, tol=1e-6, svm_tol=1e-4, 
             warm["alpha"] = sol.alpha
         return sol.W, slmc_gradient(X, y, Z, kernel, sol.alpha, sol.beta), sol
 
-    return _restarts(fun, starts, max_iter, tol, callback, warm, deadline)
+    # a loop of small solves: one BLAS thread unless a step's K^{zx} product is large
+    with small_solve_threads(starts[0].shape[0] * X.shape[0] * X.shape[1]):
+        return _restarts(fun, starts, max_iter, tol, callback, warm, deadline)
 
 
 def _starts(Z0):
@@ -315,4 +318,6 @@ def slmc_shared_optimize(problems, Z0, kernel, C, *, max_iter=100, tol=1e-6, svm
             warm["alpha"] = [s.alpha for s in sols]
         return value, grad, sols
 
-    return _restarts(fun, starts, max_iter, tol, callback, warm, deadline)
+    n_rows = sum({id(Xc): Xc.shape[0] for Xc, _, _ in problems}.values())
+    with small_solve_threads(starts[0].shape[0] * n_rows * starts[0].shape[1]):
+        return _restarts(fun, starts, max_iter, tol, callback, warm, deadline)
