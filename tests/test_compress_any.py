@@ -114,8 +114,8 @@ def test_kernel_pca_projection_error():
 
 
 def test_options_of_the_classifier_search_refused_with_reason(krr):
-    with pytest.raises(ValueError, match="needs a budget"):
-        compress_any(krr, Xva, yva, max_error_increase=0.01)
+    with pytest.raises(ValueError, match="not both"):
+        compress_any(krr, Xva, yva, n_vectors=5, max_error_increase=0.01)
     with pytest.raises(ValueError, match="time_limit=5 is implemented for classifiers only"):
         compress_any(krr, Xva, yva, n_vectors=5, time_limit=5)
     with pytest.raises(ValueError, match="needs validation rows"):
@@ -151,3 +151,19 @@ def test_sparsekm_kernel_pca():
     err = ((T - T0) ** 2).sum() / ((T0 - T0.mean(0)) ** 2).sum()
     assert small.compress_report_["rows"][small.compress_report_["chosen"]][
         "projection_error"] == pytest.approx(err, rel=1e-9)
+
+
+def test_tolerance_mode_smallest_budget_within_the_target(krr):
+    small = compress_any(krr, Xva, yva, max_error_increase=0.05, X_train=Xtr, y_train=ytr,
+                         method=["construct", "refit"], random_state=0, n_init=2, max_iter=50)
+    rep = small.compress_report_
+    assert rep["mode"] == "tolerance" and rep["met"]
+    target = rep["full_error"] * 1.05
+    assert rep["target_error"] == pytest.approx(target)
+    chosen = rep["rows"][rep["chosen"]]
+    assert chosen["val_error"] <= target
+    # every smaller budget walked missed the target
+    for r in rep["rows"]:
+        if r["budget"] < chosen["budget"] and r["status"] == "ok":
+            assert r["val_error"] > target
+    assert rep["budget"] == chosen["budget"] == small.n_vectors_

@@ -50,10 +50,14 @@ from ..reduced_set.reduction import reduce_expansion
 from ..utils.validation import check_array, check_scalar
 from ._report import CompressReport
 
-__all__ = ["compress_any", "model_kind", "is_any_model", "ANY_METHODS", "LAM_GRID"]
+__all__ = ["compress_any", "model_kind", "is_any_model", "ANY_METHODS", "LAM_GRID",
+           "DEFAULT_TOLERANCE"]
 
 #: Candidates tried by ``method="auto"``, in order.
 ANY_METHODS = ("construct", "construct+refine", "refit", "nystroem-uniform", "nystroem-kmeans")
+#: ``max_error_increase`` when neither it nor ``n_vectors`` is given: 1 % more RMSE (a
+#: regressor), one point more disagreement or projection error (the others).
+DEFAULT_TOLERANCE = 0.01
 #: Ridge parameters tried on validation (plus the original's own, where it has one).
 LAM_GRID = tuple(float(v) for v in 10.0 ** np.arange(-6, 3))
 
@@ -169,7 +173,7 @@ def _training(model, kind, X_train, y_train):
     return X, _outputs(model, kind, X), "targets: the original model's outputs on X_train"
 
 
-def compress_any(model, X_val, y_val=None, *, n_vectors, method="auto", X_train=None,
+def compress_any(model, X_val, y_val=None, *, n_vectors=None, method="auto", X_train=None,
                  y_train=None, random_state=None, n_init=5, max_iter=200, lam_grid=LAM_GRID,
                  timing=False, **options):
     """The best small model of a regressor, one-class SVM or kernel PCA at a budget.
@@ -183,8 +187,13 @@ def compress_any(model, X_val, y_val=None, *, n_vectors, method="auto", X_train=
     y_val : array-like of shape (n_val,), optional
         Regressors: the targets (without them the candidates are judged by their
         agreement with the original's predictions). ``None`` for the unsupervised models.
-    n_vectors : int
+    n_vectors : int, optional
         Budget: kernel evaluations per prediction.
+    max_error_increase : float >= 0, optional
+        Tolerance (instead of ``n_vectors``): the smallest budget of 2, 4, 8, ... whose
+        best candidate's validation score is at most the original's times ``1 + tol``
+        (RMSE of a regressor) or the original's plus ``tol`` (disagreement, projection
+        error). Default :data:`DEFAULT_TOLERANCE` when neither is given.
     method : "auto", str or list of str
         ``"auto"``: :data:`ANY_METHODS`.
     X_train, y_train : array-like, optional
@@ -198,7 +207,7 @@ def compress_any(model, X_val, y_val=None, *, n_vectors, method="auto", X_train=
     timing : bool, default=False
         Record each candidate's build seconds in the report (else NaN: no clock is read).
     **options
-        The classifier search's other options: ``max_error_increase``, ``time_limit``,
+        The classifier search's other options: ``time_limit``,
         ``cv`` (no validation data), ``screen``, ``n_jobs`` are refused here with the
         reason when given a non-default value; ``shared`` and ``verbose`` are ignored.
 
@@ -213,14 +222,19 @@ def compress_any(model, X_val, y_val=None, *, n_vectors, method="auto", X_train=
     """
     owner = "compress"
     kind = model_kind(model)
+    tol = options.pop("max_error_increase", None)
     _refuse_options(kind, options)
+    if n_vectors is not None and tol is not None:
+        raise ValueError(f"{owner}: give a budget (n_vectors) or a tolerance "
+                         "(max_error_increase), not both.")
     if n_vectors is None:
-        raise ValueError(f"compress of a {kind} needs a budget n_vectors (the tolerance mode, "
-                         "max_error_increase, is implemented for classifiers only).")
+        tol = DEFAULT_TOLERANCE if tol is None else check_scalar(
+            tol, "max_error_increase", owner, lower=0.0)
     if X_val is None:
         raise ValueError(f"compress of a {kind} needs validation rows X_val (choices by "
                          "cross-validation inside X_train are implemented for classifiers only).")
-    m = check_scalar(n_vectors, "n_vectors", owner, kind="int", lower=1)
+    m = None if n_vectors is None else check_scalar(n_vectors, "n_vectors", owner, kind="int",
+                                                    lower=1)
     methods = list(ANY_METHODS) if method == "auto" else (
         [method] if isinstance(method, str) else list(method))
     unknown = [mm for mm in methods if mm not in ANY_METHODS]
@@ -242,112 +256,133 @@ def compress_any(model, X_val, y_val=None, *, n_vectors, method="auto", X_train=
     orig_val = _outputs(model, kind, X_val)
     full_error, _, full_extra = _metrics(kind, orig_val, orig_val, y_val)
     seed = 0 if random_state is None else int(np.random.default_rng(random_state).integers(2**31))
-    messages = []
-    rows, models = [], []
-
-    def add(name, variant, build):
-        row = {"method": name, "variant": variant, "budget": m, "n_vectors": 0,
-               "val_error": float("nan"), "agreement": float("nan"), "seconds": float("nan"),
-               "status": "ok", "reason": ""}
-        t0 = time.perf_counter() if timing else None
-        try:
-            out = build()
-        except (ValueError, TypeError, np.linalg.LinAlgError) as exc:
-            row.update(status="failed", reason=str(exc)[:200])
-            out = None
-        if timing:
-            row["seconds"] = time.perf_counter() - t0
-        if out is not None:
-            est, variant_text = out
-            row["variant"] = variant_text or variant
-            row["n_vectors"] = int(est.expansion_.n_terms)
-            err, agree, extra = _metrics(kind, _outputs(est, kind, X_val), orig_val, y_val)
-            row.update(val_error=err, agreement=agree, **extra)
-        rows.append(row)
-        models.append(None if out is None else out[0])
-
-    if m >= psi.n_terms:
-        add("original", f"{psi.n_terms} terms within the budget",
-            lambda: (_shell(kind, psi, gpr), ""))
-    reduced = {}
-    shared = psi.is_multioutput
-    for name in ("construct", "construct+refine"):
-        if name not in methods or m >= psi.n_terms:
-            continue
-
-        def build(name=name):
-            res = reduce_expansion(psi, m, method=name, shared=shared, n_init=n_init,
-                                   max_iter=max_iter, random_state=seed)
-            reduced[name] = res.expansion
-            return _shell(kind, res.expansion, gpr), ""
-        add(name, "", build)
-
     X_fit, t_fit, note = _training(model, kind, X_train, y_train)
-    if note and X_fit is not None:
-        messages.append(note)
+    messages = [note] if note and X_fit is not None else []
     # validation targets of the ridge grids: y_val, else the original's outputs
     t_val = y_val if y_val is not None else orig_val
     grid = sorted(set(float(v) for v in lam_grid) | _own_lams(model))
+    shared = psi.is_multioutput
 
     def ridge(Z):
         res = ridge_on_landmarks(psi.kernel, Z, X_fit, t_fit, lam=grid, X_val=X_val,
                                  y_val=t_val, fit_intercept=True)
         return res.expansion, f"lam={res.lam:g}"
 
-    if "refit" in methods:
-        if X_fit is None:
-            rows.append(_refused("refit", m, note))
-            models.append(None)
-        else:
-            def build_refit():
-                done = [r for r in rows if r["method"] in reduced and r["status"] == "ok"]
-                if done:
-                    src = min(done, key=lambda r: r["val_error"])["method"]
-                    Z = reduced[src].vectors
-                elif m >= psi.n_terms:
-                    src, Z = "all", psi.vectors
-                else:  # refit asked for alone: its vectors from a construction
-                    src = "construct"
-                    Z = reduce_expansion(psi, m, method="construct", shared=shared,
-                                         n_init=n_init, max_iter=max_iter,
-                                         random_state=seed).expansion.vectors
-                if gpr is not None:
-                    est = ExpansionRegressor.from_gaussian_process(gpr, Z)
-                    return est, f"{src} vectors, projected-process mean (lam={est.alpha_:g})"
-                expansion, text = ridge(Z)
-                return _shell(kind, expansion), f"{src} vectors, {text}"
-            add("refit", "", build_refit)
-    for name, how in (("nystroem-uniform", "uniform"), ("nystroem-kmeans", "kmeans")):
-        if name not in methods:
-            continue
-        if X_fit is None:
-            rows.append(_refused(name, m, note))
-            models.append(None)
-            continue
+    def construct(m, name="construct"):
+        return reduce_expansion(psi, m, method=name, shared=shared, n_init=n_init,
+                                max_iter=max_iter, random_state=seed).expansion
 
-        def build_peer(how=how):
+    def run_budget(m):
+        """Every candidate at budget ``m``: ``(rows, models)``."""
+        rows, models, reduced = [], [], {}
+
+        def add(name, build):
+            row = {"method": name, "variant": "", "budget": m, "n_vectors": 0,
+                   "val_error": float("nan"), "agreement": float("nan"),
+                   "seconds": float("nan"), "status": "ok", "reason": ""}
+            t0 = time.perf_counter() if timing else None
+            try:
+                out = build()
+            except (ValueError, TypeError, np.linalg.LinAlgError) as exc:
+                row.update(status="failed", reason=str(exc)[:200])
+                out = None
+            if timing:
+                row["seconds"] = time.perf_counter() - t0
+            if out is not None:
+                est, row["variant"] = out
+                row["n_vectors"] = int(est.expansion_.n_terms)
+                err, agree, extra = _metrics(kind, _outputs(est, kind, X_val), orig_val, y_val)
+                row.update(val_error=err, agreement=agree, **extra)
+            rows.append(row)
+            models.append(None if out is None else out[0])
+
+        if m >= psi.n_terms:
+            add("original", lambda: (_shell(kind, psi, gpr),
+                                     f"{psi.n_terms} terms within the budget"))
+        for name in ("construct", "construct+refine"):
+            if name in methods and m < psi.n_terms:
+                def build(name=name):
+                    reduced[name] = construct(m, name)
+                    return _shell(kind, reduced[name], gpr), ""
+                add(name, build)
+
+        def build_refit():
+            done = [r for r in rows if r["method"] in reduced and r["status"] == "ok"]
+            if done:
+                src = min(done, key=lambda r: r["val_error"])["method"]
+                Z = reduced[src].vectors
+            elif m >= psi.n_terms:
+                src, Z = "all", psi.vectors
+            else:  # refit asked for alone: its vectors from a construction
+                src, Z = "construct", construct(m).vectors
+            if gpr is not None:
+                est = ExpansionRegressor.from_gaussian_process(gpr, Z)
+                return est, f"{src} vectors, projected-process mean (lam={est.alpha_:g})"
+            expansion, text = ridge(Z)
+            return _shell(kind, expansion), f"{src} vectors, {text}"
+
+        def build_peer(how):
             Z = nystroem_landmarks(X_fit, min(m, X_fit.shape[0]), method=how, random_state=seed)
             expansion, text = ridge(Z)
             return _shell(kind, expansion, gpr), text
-        add(name, "", build_peer)
 
-    ok = [i for i, r in enumerate(rows) if r["status"] == "ok" and np.isfinite(r["val_error"])]
-    if not ok:
+        for name, build in (("refit", build_refit),
+                            ("nystroem-uniform", lambda: build_peer("uniform")),
+                            ("nystroem-kmeans", lambda: build_peer("kmeans"))):
+            if name not in methods:
+                continue
+            if X_fit is None:
+                rows.append(_refused(name, m, note))
+                models.append(None)
+            else:
+                add(name, build)
+        return rows, models
+
+    def best_of(rows):
+        ok = [i for i, r in enumerate(rows) if r["status"] == "ok"
+              and np.isfinite(r["val_error"])]
+        if not ok:
+            return None
+        if kind == "one-class":  # agreement first, then the AUC
+            return min(ok, key=lambda i: (rows[i]["val_error"], -_nan_low(rows[i].get("auc"))))
+        return min(ok, key=lambda i: rows[i]["val_error"])
+
+    report = {"kind": kind, "selection": "validation", "full_error": float(full_error),
+              "full_n_vectors": int(psi.n_terms), "messages": messages,
+              **{f"full_{k}": v for k, v in full_extra.items()}}
+    if m is not None:
+        rows, models = run_budget(m)
+        chosen = best_of(rows)
+        report.update(mode="budget", budget=m)
+    else:
+        # tolerance: the smallest budget of 2, 4, 8, ... whose best candidate meets the target
+        target = full_error * (1.0 + tol) if kind == "regressor" else full_error + tol
+        report.update(mode="tolerance", target_error=float(target))
+        rows, models, chosen = [], [], None
+        b = 2
+        while chosen is None:
+            b = min(b, psi.n_terms)
+            rows_b, models_b = run_budget(b)
+            i = best_of(rows_b)
+            if i is not None and (rows_b[i]["val_error"] <= target or b >= psi.n_terms):
+                chosen = len(rows) + i
+                met = rows_b[i]["val_error"] <= target
+            rows += rows_b
+            models += models_b
+            b *= 2
+        report.update(budget=int(rows[chosen]["budget"]), met=bool(met))
+        if not met:
+            messages.append(f"no budget met the target {target:.4g}: the best at the full "
+                            "size is returned")
+    if chosen is None:
         raise ValueError("compress: no candidate could be built: " + "; ".join(
             f"{r['method']}: {r['reason']}" for r in rows))
-    if kind == "one-class":  # agreement first, then the AUC
-        chosen = min(ok, key=lambda i: (rows[i]["val_error"], -_nan_low(rows[i].get("auc"))))
-    else:
-        chosen = min(ok, key=lambda i: rows[i]["val_error"])
     rows[chosen]["status"] = "chosen"
     best = models[chosen]
     metric = {"regressor": "RMSE" if y_val is not None else "RMSE against the original",
               "one-class": "1 - agreement of inlier calls", "kpca": "relative projection error"}
-    best.compress_report_ = CompressReport({
-        "mode": "budget", "budget": m, "kind": kind, "metric": metric[kind],
-        "selection": "validation", "full_error": float(full_error),
-        "full_n_vectors": int(psi.n_terms), "chosen": int(chosen),
-        "messages": messages, "rows": rows, **{f"full_{k}": v for k, v in full_extra.items()}})
+    best.compress_report_ = CompressReport({**report, "metric": metric[kind],
+                                            "chosen": int(chosen), "rows": rows})
     return best
 
 
@@ -363,8 +398,6 @@ def _refuse_options(kind, options):
         if name not in _DEFAULTS:
             raise TypeError(f"compress() got an unexpected keyword argument {name!r}.")
         if value is not None and value != _DEFAULTS[name]:
-            if name == "max_error_increase":
-                continue  # refused with its reason below, when n_vectors is missing
             raise ValueError(f"compress: {name}={value!r} is implemented for classifiers "
                              f"only; a {kind} is compressed at a budget, chosen on X_val.")
 

@@ -135,7 +135,7 @@ class CompressReport(dict):
         lines = [f"original machine: {self.get('full_n_vectors', 0)} distinct vectors, "
                  f"{self.get('metric', 'error')} {err(self.get('full_error'))} on the {sel}"]
         if self.get("mode") == "tolerance":
-            lines.append(f"target: error <= {_pct(self.get('target_error'))}")
+            lines.append(f"target: error <= {err(self.get('target_error'))}")
         lines.append(f"{'method':<17} {'variant':<22} {'budget':>6} {'vectors':>7} "
                      f"{'error':>8} {'agree':>8} {'seconds':>8}  status")
         for r in self.rows:
