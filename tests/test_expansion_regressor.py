@@ -120,3 +120,16 @@ def test_one_class_and_transformer_shells(tmp_path):
         np.testing.assert_array_equal(back.expansion_.coef, est.expansion_.coef)
         with pytest.raises(TypeError, match="not fitted"):
             back.fit(X)
+
+
+@pytest.mark.parametrize("kernel", [gpk.Matern(1.0, nu=0.5), gpk.RationalQuadratic(1.0, 2.0)],
+                         ids=repr)
+def test_save_load_new_kernels(kernel, tmp_path):
+    gpr = GaussianProcessRegressor(kernel + gpk.WhiteKernel(0.1), optimizer=None).fit(X, y)
+    reg = ExpansionRegressor.from_gaussian_process(gpr, X[::4])
+    sparsekm.save(reg, tmp_path / "k.skm")
+    back = sparsekm.load(tmp_path / "k.skm")
+    assert back.expansion_.kernel == reg.expansion_.kernel
+    for a, b in zip(reg.predict(Xt, return_std=True), back.predict(Xt, return_std=True),
+                    strict=True):
+        np.testing.assert_array_equal(a, b)
