@@ -167,3 +167,15 @@ def test_tolerance_mode_smallest_budget_within_the_target(krr):
         if r["budget"] < chosen["budget"] and r["status"] == "ok":
             assert r["val_error"] > target
     assert rep["budget"] == chosen["budget"] == small.n_vectors_
+
+
+def test_gp_with_a_constant_kernel_term_refits_by_ridge_without_variance():
+    gpr = GaussianProcessRegressor(gpk.ConstantKernel(20.0) * gpk.RBF(2.0)
+                                   + gpk.ConstantKernel(4.0), alpha=0.1, optimizer=None,
+                                   normalize_y=True).fit(Xtr[:150], ytr[:150])
+    small = compress_any(gpr, Xva, yva, n_vectors=20, method=["construct", "refit"],
+                         random_state=0, n_init=2, max_iter=50)
+    status = {r["method"]: r["status"] for r in small.compress_report_["rows"]}
+    assert set(status.values()) <= {"ok", "chosen"}
+    with pytest.raises(ValueError, match="ConstantKernel"):
+        small.predict(Xte, return_std=True)

@@ -315,11 +315,11 @@ def compress_any(model, X_val, y_val=None, *, n_vectors=None, method="auto", X_t
                 src, Z = "all", psi.vectors
             else:  # refit asked for alone: its vectors from a construction
                 src, Z = "construct", construct(m).vectors
-            if gpr is not None:
+            if gpr is not None and _has_variance_form(gpr):
                 est = ExpansionRegressor.from_gaussian_process(gpr, Z)
                 return est, f"{src} vectors, projected-process mean (lam={est.alpha_:g})"
             expansion, text = ridge(Z)
-            return _shell(kind, expansion), f"{src} vectors, {text}"
+            return _shell(kind, expansion, gpr), f"{src} vectors, {text}"
 
         def build_peer(how):
             Z = nystroem_landmarks(X_fit, min(m, X_fit.shape[0]), method=how, random_state=seed)
@@ -400,6 +400,13 @@ def _refuse_options(kind, options):
         if value is not None and value != _DEFAULTS[name]:
             raise ValueError(f"compress: {name}={value!r} is implemented for classifiers "
                              f"only; a {kind} is compressed at a budget, chosen on X_val.")
+
+
+def _has_variance_form(gpr):
+    """Whether the GP's projected-process form applies (one noise level, no constant term)."""
+    from ..interop import kernel_from_sklearn_gp
+
+    return np.size(gpr.alpha) == 1 and kernel_from_sklearn_gp(gpr.kernel_).constant == 0.0
 
 
 def _nan_low(v):
