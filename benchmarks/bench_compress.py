@@ -112,9 +112,9 @@ def _baseline(src, arrays, tmp):
 
 
 def _env():
+    import sklearn
     from threadpoolctl import threadpool_info
 
-    import sklearn
     import sparsekm
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
@@ -196,6 +196,38 @@ def run(name, budgets, baseline=None):
     return rows
 
 
+_SLMC = """
+import json, os, time, warnings
+warnings.simplefilter("ignore")
+from sparsekm import datasets
+from sparsekm.kernels import RBF
+from sparsekm.models import SLMC
+Xtr, ytr, _, _ = datasets.load_digits_default()
+t, w = time.process_time(), time.perf_counter()
+m = SLMC(n_vectors=50, C=10, kernel=RBF(1 / 32), shared=True, random_state=0).fit(Xtr, ytr)
+print(json.dumps({"cpu_s": time.process_time() - t, "wall_s": time.perf_counter() - w,
+                  "n_iter": int(m.n_iter_[0]), "load_1min": os.getloadavg()[0]}))
+"""
+
+
+def slmc_threads(sources):
+    """``SLMC(n_vectors=50)`` on the embedded digits with ``OMP_NUM_THREADS=1`` and with the
+    environment's default, for each sparsekm ``src`` folder (e.g. main's and this one)."""
+    rows = []
+    for src in sources:
+        for omp in ("1", None):
+            env = {**os.environ, "PYTHONPATH": str(src)}
+            env.pop("OMP_NUM_THREADS", None)
+            if omp is not None:
+                env["OMP_NUM_THREADS"] = omp
+            out = subprocess.run([sys.executable, "-c", _SLMC], env=env, check=True,
+                                 capture_output=True, text=True).stdout
+            rows.append({"src": str(src), "OMP_NUM_THREADS": omp,
+                         **json.loads(out.strip().splitlines()[-1])})
+            print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--datasets", default="digits")
@@ -203,7 +235,16 @@ def main(argv=None):
     p.add_argument("--baseline", default=None, metavar="SRC",
                    help="also run the compress of the sparsekm in SRC (a src folder)")
     p.add_argument("--out", default=str(OUT))
+    p.add_argument("--slmc-threads", default=None, metavar="SRC,SRC",
+                   help="instead: the SLMC's CPU time with one and with the default number "
+                        "of BLAS threads, for each sparsekm src folder given")
     args = p.parse_args(argv)
+    if args.slmc_threads:
+        result = {"env": _env(), "protocol": slmc_threads.__doc__,
+                  "rows": slmc_threads(args.slmc_threads.split(","))}
+        Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+        print(f"wrote {args.out}")
+        return
     budgets = [int(b) for b in args.budgets.split(",")]
     result = {"env": _env(), "protocol": __doc__, "rows": []}
     for name in args.datasets.split(","):

@@ -183,3 +183,14 @@ def test_screen_margin_is_two_standard_errors_or_half_a_point():
     np.testing.assert_allclose(screen_margin(0.2, 100), 2 * np.sqrt(0.2 * 0.8 / 100))
     assert screen_margin(0.0, 100) == 0.005
     assert screen_margin(0.01, 10**6) == 0.005
+
+
+def test_a_dask_client_gives_the_same_model(blobs):
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster, set_as_default=False) as client:
+        on_dask = _call(blobs, client=client)
+    assert _bytes(on_dask) == _bytes(_call(blobs))
+    with pytest.raises(TypeError, match="'client' parameter of compress"):
+        _call(blobs, client="localhost:8786")

@@ -17,8 +17,9 @@ one interface), ``_report`` (:class:`CompressReport`, its table and plot), ``_mo
 construction whose prefixes give every smaller reduced set).
 """
 
+# re-exported (the package's public names and constants, as before it was one module)
 from ..approx.nystroem import nystroem_features, nystroem_normalization
-from ._candidates import (
+from ._candidates import (  # noqa: F401
     C_GRID,
     C_SEARCH_ROWS,
     CANDIDATES,
@@ -36,7 +37,7 @@ from ._candidates import (
 from ._model import CompressedClassifier
 from ._prefixes import construct_prefixes
 from ._report import CompressCurve, CompressReport
-from ._search import (
+from ._search import (  # noqa: F401
     AUTO_METHODS,
     DEFAULT_CV,
     DEFAULT_MAX_ERROR_INCREASE,

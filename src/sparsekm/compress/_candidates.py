@@ -164,9 +164,11 @@ class Problem:
     def expired(self):
         return self.deadline is not None and self.deadline.expired()
 
-    def per_output(self, b):
-        """Vectors per reduced set at budget ``b`` (separate sets: per binary machine)."""
-        return b if (self.shared or not self.multi) else max(1, b // self.psi.n_outputs)
+    def per_output(self, n_vectors):
+        """Vectors per reduced set at budget ``n_vectors`` (separate sets: per binary machine)."""
+        if self.shared or not self.multi:
+            return n_vectors
+        return max(1, n_vectors // self.psi.n_outputs)
 
     def C_order(self):
         """``C_GRID`` nearest (in log C) to the original's C first (ties: grid order);
@@ -174,10 +176,10 @@ class Problem:
         ref = self.source_C if self.source_C is not None else 1.0
         return sorted(C_GRID, key=lambda C: abs(np.log(C) - np.log(ref)))
 
-    def rows(self, split, fidelity, b):
-        """Rows of ``split.X_fit`` a fit at ``fidelity`` and budget ``b`` uses: all
-        (None), or a sorted stratified subsample of ``max(fidelity.rows, 4 b)``."""
-        size = None if fidelity.rows is None else max(fidelity.rows, 4 * b)
+    def rows(self, split, fidelity, n_vectors):
+        """Rows of ``split.X_fit`` a fit at ``fidelity`` and budget ``n_vectors`` uses: all
+        (None), or a sorted stratified subsample of ``max(fidelity.rows, 4 n_vectors)``."""
+        size = None if fidelity.rows is None else max(fidelity.rows, 4 * n_vectors)
         return _subsample(split, size, self.seed, "rows")
 
 
@@ -265,28 +267,28 @@ class Candidate:
     label = ""
     needs_train = False
 
-    def refusal(self, problem, b):
-        """Why this candidate cannot run at budget ``b`` (None: it can)."""
+    def refusal(self, problem, n_vectors):
+        """Why this candidate cannot run at budget ``n_vectors`` (None: it can)."""
         if self.needs_train and not problem.has_train:
             return "needs the training data (X_train, y_train)"
         return None
 
-    def cost(self, problem, b, fidelity=FULL):
+    def cost(self, problem, n_vectors, fidelity=FULL):
         """Estimated kernel evaluations of :meth:`fit` at ``fidelity`` (a count from the
         problem's size, for the progress display and the screening plan)."""
         raise NotImplementedError
 
-    def screen_fidelity(self, problem, b):
+    def screen_fidelity(self, problem, n_vectors):
         """The fidelity this candidate is screened at: :data:`SCREEN`, or :data:`FULL`
         when screening would save less than half the work."""
-        return SCREEN if self.cost(problem, b, SCREEN) < 0.5 * self.cost(problem, b, FULL) \
-            else FULL
+        screen = self.cost(problem, n_vectors, SCREEN)
+        return SCREEN if screen < 0.5 * self.cost(problem, n_vectors, FULL) else FULL
 
     def variants(self, problem, fidelity):
         raise NotImplementedError
 
-    def build(self, problem, split, b, variant, fidelity, out, all_rows=False):
-        """The model at budget ``b`` with ``variant`` fitted on ``split.X_fit``; notes and
+    def build(self, problem, split, n_vectors, variant, fidelity, out, all_rows=False):
+        """The model at budget ``n_vectors`` with ``variant`` fitted on ``split.X_fit``; notes and
         deadline stops go to ``out`` (a :class:`CandidateFit`-like record)."""
         raise NotImplementedError
 
@@ -295,7 +297,7 @@ class Candidate:
         chosen variant fitted once more on all rows."""
         return False
 
-    def fit(self, problem, b, fidelity=FULL):
+    def fit(self, problem, n_vectors, fidelity=FULL):
         """Fit every variant on every split, keep the lowest mean validation error (ties:
         the first listed), and return the model on all the data (cross-validation: rebuilt
         on the whole training set).
@@ -312,7 +314,7 @@ class Candidate:
                 continue
             per = []
             for i, s in enumerate(problem.splits):
-                model = self.build(problem, s, b, v, fidelity, out)
+                model = self.build(problem, s, n_vectors, v, fidelity, out)
                 fitted[(i, v)] = model
                 per.append(problem.error(model, s.X_eval, s.y_eval))
             errs[v] = float(np.mean(per))
@@ -322,11 +324,11 @@ class Candidate:
             out.model = fitted[(0, v)]
             if self.refit_all_rows(problem, problem.splits[0], fidelity):
                 s = problem.splits[0]
-                out.model = self.build(problem, s, b, v, fidelity, out, all_rows=True)
+                out.model = self.build(problem, s, n_vectors, v, fidelity, out, all_rows=True)
                 out.error = problem.error(out.model, s.X_eval, s.y_eval)
         else:
             f = problem.final
-            out.model = self.build(problem, f, b, v, fidelity, out, all_rows=True)
+            out.model = self.build(problem, f, n_vectors, v, fidelity, out, all_rows=True)
             out.fit_error = problem.error(out.model, f.X_fit, f.y_fit)
         return out
 
@@ -335,44 +337,44 @@ class Candidate:
 class _ReducedSet(Candidate):
     """A reduced set of the original expansion (thresholds kept or re-fitted)."""
 
-    def refusal(self, problem, b):
+    def refusal(self, problem, n_vectors):
         if any(s.exact is None for s in problem.splits):
             return ("no validation data and the original machine cannot be re-trained on "
                     "the folds (pass X_val, y_val)")
-        if problem.multi and not problem.shared and b < problem.psi.n_outputs:
+        if problem.multi and not problem.shared and n_vectors < problem.psi.n_outputs:
             return (f"separate sets (shared=False) need at least one vector for each of the "
-                    f"{problem.psi.n_outputs} binary machines, more than the budget {b}; use "
-                    "shared=True")
+                    f"{problem.psi.n_outputs} binary machines, more than the budget "
+                    f"{n_vectors}; use shared=True")
         return None
 
     def variants(self, problem, fidelity):
         return [Variant("b kept")] + ([Variant("b refit on train", refit_thresholds=True)]
                                       if problem.has_train else [])
 
-    def reduced(self, problem, split, b, fidelity):
+    def reduced(self, problem, split, n_vectors, fidelity):
         raise NotImplementedError
 
-    def build(self, problem, split, b, variant, fidelity, out, all_rows=False):
-        key = ("rs", self.name, b, fidelity)
+    def build(self, problem, split, n_vectors, variant, fidelity, out, all_rows=False):
+        key = ("rs", self.name, n_vectors, fidelity)
         if key not in split.cache:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                split.cache[key] = self.reduced(problem, split, b, fidelity)
+                split.cache[key] = self.reduced(problem, split, n_vectors, fidelity)
         red = split.cache[key]
         if variant.refit_thresholds:
             red = _refit_thresholds(split.exact, red, split.X_fit, split.y_fit)
         return _like(split.exact, red)
 
-    def cost(self, problem, b, fidelity=FULL):
-        m = problem.per_output(b)
+    def cost(self, problem, n_vectors, fidelity=FULL):
+        m = problem.per_output(n_vectors)
         n = problem.n_full
         return float(problem.n_init * problem.max_iter * m * (n + m))
 
 
-def construction(problem, split, b):
-    """The shared (or per-output) reduced-set construction of ``b`` vectors on ``split``:
+def construction(problem, split, n_vectors):
+    """The shared (or per-output) reduced-set construction of ``n_vectors`` vectors on ``split``:
     the prefix of one construction (cached on the split)."""
-    m = problem.per_output(b)
+    m = problem.per_output(n_vectors)
     key = ("prefix", problem.shared)
     n_run, prefix = split.cache.get(key, (0, None))
     if m > n_run:
@@ -389,27 +391,27 @@ class Construct(_ReducedSet):
     name = "construct"
     label = "shared RS construction (phase 1)"
 
-    def screen_fidelity(self, problem, b):
+    def screen_fidelity(self, problem, n_vectors):
         return FULL  # one construction serves every fidelity (and seeds refine, SLMC)
 
-    def reduced(self, problem, split, b, fidelity):
-        return construction(problem, split, b)
+    def reduced(self, problem, split, n_vectors, fidelity):
+        return construction(problem, split, n_vectors)
 
 
 class ConstructRefine(_ReducedSet):
     name = "construct+refine"
     label = "RS construction + joint refine (phase 2)"
 
-    def reduced(self, problem, split, b, fidelity):
+    def reduced(self, problem, split, n_vectors, fidelity):
         from ..reduced_set import refine
 
         iters = max(1, math.ceil(REFINE_MAX_ITER * fidelity.iter_fraction))
         return refine(problem.psi if split.exact is None else split.exact.expansion,
-                      construction(problem, split, b), max_iter=iters).expansion
+                      construction(problem, split, n_vectors), max_iter=iters).expansion
 
-    def cost(self, problem, b, fidelity=FULL):
+    def cost(self, problem, n_vectors, fidelity=FULL):
         # the construction it starts from is shared (cached), not counted here
-        m = problem.per_output(b)
+        m = problem.per_output(n_vectors)
         return float(REFINE_MAX_ITER * fidelity.iter_fraction * m * (problem.n_full + m))
 
 
@@ -419,28 +421,29 @@ class Select(_ReducedSet):
     def __init__(self, name, label):
         self.name, self.label = name, label
 
-    def screen_fidelity(self, problem, b):
+    def screen_fidelity(self, problem, n_vectors):
         return FULL
 
-    def refusal(self, problem, b):
-        why = super().refusal(problem, b)
+    def refusal(self, problem, n_vectors):
+        why = super().refusal(problem, n_vectors)
         if why is None and self.name == "select-l1":
-            per = b if (problem.shared or not problem.multi) else b // problem.psi.n_outputs
+            per = n_vectors if (problem.shared or not problem.multi) else \
+                n_vectors // problem.psi.n_outputs
             if not (problem.shared and problem.multi) and per < MIN_L1_PER_MACHINE:
                 return (f"{per} vectors per binary machine is below {MIN_L1_PER_MACHINE}: "
                         "the L1 path keeps no usable machine there; use construct or "
                         "construct+refine")
         return why
 
-    def reduced(self, problem, split, b, fidelity):
+    def reduced(self, problem, split, n_vectors, fidelity):
         from ..reduced_set import reduce_expansion
 
-        return reduce_expansion(split.exact.expansion, problem.per_output(b),
+        return reduce_expansion(split.exact.expansion, problem.per_output(n_vectors),
                                 method=self.name, shared=problem.shared,
                                 random_state=problem.seed).expansion
 
-    def cost(self, problem, b, fidelity=FULL):
-        return float(problem.n_full ** 2 * max(b, 1))
+    def cost(self, problem, n_vectors, fidelity=FULL):
+        return float(problem.n_full ** 2 * max(n_vectors, 1))
 
 
 # -- machines trained directly with few vectors ----------------------------------------
@@ -466,14 +469,14 @@ def _distinct_rows(X):
     return np.unique(np.asarray(X, dtype=np.float64), axis=0)
 
 
-def landmarks(problem, split, b, kind, rows):
+def landmarks(problem, split, n_vectors, kind, rows):
     """The peers' landmarks on ``split``'s rows ``rows`` and their Nystrom map
     ``(Z, M, transform)`` (cached): ``"kmeans"`` (scikit-learn's KMeans centres),
     ``"uniform"`` (a uniform subset of the distinct rows) or ``"greedy"`` (the greedy
     basis of Franc & Hlavac)."""
     from ..approx.nystroem import nystroem_features
 
-    key = ("landmarks", kind, b, None if rows is None else rows.size)
+    key = ("landmarks", kind, n_vectors, None if rows is None else rows.size)
     if key in split.cache:
         return split.cache[key]
     X, _ = _take(split, rows)
@@ -481,14 +484,14 @@ def landmarks(problem, split, b, kind, rows):
         from scipy.linalg import solve_triangular
 
         from ..approx import GreedyBasis
-        gb = GreedyBasis(n_basis=b, tol=1e-6, kernel=problem.kernel,
+        gb = GreedyBasis(n_basis=n_vectors, tol=1e-6, kernel=problem.kernel,
                          random_state=problem.seed).fit(X)
         Z = np.asarray(gb.basis_vectors_, dtype=np.float64)
         M = solve_triangular(gb.cholesky_, np.eye(Z.shape[0]), lower=True).T
         out = (Z, M, gb.transform)
     else:
         U = _distinct_rows(X)
-        k = min(b, U.shape[0])
+        k = min(n_vectors, U.shape[0])
         if kind == "kmeans":
             from sklearn.cluster import KMeans
             Z = KMeans(n_clusters=k, n_init=1, random_state=problem.seed).fit(X).cluster_centers_
@@ -532,9 +535,9 @@ class _FixedZLinear(_Direct):
     def refit_all_rows(self, problem, split, fidelity):
         return fidelity.rows is None and self.c_search_rows(problem, split) is not None
 
-    def build(self, problem, split, b, variant, fidelity, out, all_rows=False):
-        rows = problem.rows(split, fidelity, b)
-        Z, M, transform = landmarks(problem, split, b, self.kind, rows)
+    def build(self, problem, split, n_vectors, variant, fidelity, out, all_rows=False):
+        rows = problem.rows(split, fidelity, n_vectors)
+        Z, M, transform = landmarks(problem, split, n_vectors, self.kind, rows)
         if fidelity.rows is None:
             fit_rows = None if all_rows else self.c_search_rows(problem, split)
             if fit_rows is not None:
@@ -549,12 +552,12 @@ class _FixedZLinear(_Direct):
                                                        variant.C, problem.seed),
                      self.scheme(problem))
 
-    def cost(self, problem, b, fidelity=FULL):
+    def cost(self, problem, n_vectors, fidelity=FULL):
         n = problem.n_train if fidelity.rows is None else \
-            min(problem.n_train, max(fidelity.rows, 4 * b))
+            min(problem.n_train, max(fidelity.rows, 4 * n_vectors))
         n_C = len(C_GRID) if fidelity.n_C is None else fidelity.n_C
         landmark = {"kmeans": 10.0, "uniform": 0.0, "greedy": 2.0}[self.kind]
-        return float(n * b * (1.0 + landmark + n_C))
+        return float(n * n_vectors * (1.0 + landmark + n_C))
 
 
 class KMeansSVM(_FixedZLinear):
@@ -581,15 +584,15 @@ class _SLMCCandidate(_Direct):
     def C_values(self, problem):
         return problem.C_order()[:SLMC_N_C]
 
-    def start(self, problem, split, b, rows):
+    def start(self, problem, split, n_vectors, rows):
         raise NotImplementedError
 
-    def build(self, problem, split, b, variant, fidelity, out, all_rows=False):
+    def build(self, problem, split, n_vectors, variant, fidelity, out, all_rows=False):
         from ..models import SLMC
 
-        rows = problem.rows(split, fidelity, b)
+        rows = problem.rows(split, fidelity, n_vectors)
         X, y = _take(split, rows)
-        Z0 = np.asarray(self.start(problem, split, b, rows), dtype=np.float64)
+        Z0 = np.asarray(self.start(problem, split, n_vectors, rows), dtype=np.float64)
         iters = max(1, math.ceil(SLMC_MAX_ITER * fidelity.iter_fraction))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -599,33 +602,33 @@ class _SLMCCandidate(_Direct):
         out.deadline_stops += sum(m == DEADLINE_STOP for m in clf.stop_reasons_)
         return _like(problem.exact, clf.expansion_, self.scheme(problem))
 
-    def cost(self, problem, b, fidelity=FULL):
+    def cost(self, problem, n_vectors, fidelity=FULL):
         # its start (the construction, the k-means landmarks) is shared: not counted
         n = problem.n_train if fidelity.rows is None else \
-            min(problem.n_train, max(fidelity.rows, 4 * b))
+            min(problem.n_train, max(fidelity.rows, 4 * n_vectors))
         n_C = SLMC_N_C if fidelity.n_C is None else min(fidelity.n_C, SLMC_N_C)
-        return float(n_C * SLMC_MAX_ITER * fidelity.iter_fraction * 3.0 * n * b)
+        return float(n_C * SLMC_MAX_ITER * fidelity.iter_fraction * 3.0 * n * n_vectors)
 
 
 class SLMCFromRS(_SLMCCandidate):
     name = "slmc"
     label = "shared SLMC started from the RS"
 
-    def refusal(self, problem, b):
-        return super().refusal(problem, b) or (
+    def refusal(self, problem, n_vectors):
+        return super().refusal(problem, n_vectors) or (
             "needs the original machine on the training data" if
             any(s.exact is None for s in problem.splits) else None)
 
-    def start(self, problem, split, b, rows):
-        return construction(problem, split, b).vectors
+    def start(self, problem, split, n_vectors, rows):
+        return construction(problem, split, n_vectors).vectors
 
 
 class SLMCFromPeer(_SLMCCandidate):
     name = "slmc-peer"
     label = "shared SLMC started from the peer's k-means landmarks"
 
-    def start(self, problem, split, b, rows):
-        return landmarks(problem, split, b, "kmeans", rows)[0]
+    def start(self, problem, split, n_vectors, rows):
+        return landmarks(problem, split, n_vectors, "kmeans", rows)[0]
 
 
 #: Every candidate by name.

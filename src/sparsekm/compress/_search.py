@@ -30,7 +30,6 @@ import time
 import warnings
 
 import numpy as np
-from sklearn.svm import SVC
 from sklearn.utils import check_random_state
 
 from ..convert import exact_classifier
@@ -38,7 +37,6 @@ from ..expansion import KernelExpansion
 from ..utils.optimize import Deadline
 from ..utils.progress import progress
 from ..utils.validation import check_array, check_scalar
-from . import _candidates as cand
 from ._candidates import CANDIDATES, FULL, Problem, Split
 from ._any import compress_any, is_any_model
 from ._model import CompressedClassifier
@@ -150,7 +148,7 @@ def _refittable(model):
         return None
 
 
-def _fit_one(problem, candidate, b, fidelity, may_skip, timing):
+def _fit_one(problem, candidate, n_vectors, fidelity, may_skip, timing):
     """One candidate's fit, with one BLAS/OpenMP thread: ``(status, CandidateFit or
     reason, seconds)``. Never raises: a candidate failing must not sink the others."""
     from threadpoolctl import threadpool_limits
@@ -160,7 +158,7 @@ def _fit_one(problem, candidate, b, fidelity, may_skip, timing):
     t0 = time.perf_counter() if timing else None
     try:
         with threadpool_limits(limits=1):
-            fit = candidate.fit(problem, b, fidelity)
+            fit = candidate.fit(problem, n_vectors, fidelity)
         status, out = "ok", fit
     except Exception as exc:  # noqa: BLE001
         status, out = "failed", f"{type(exc).__name__}: {exc}"[:300]
@@ -170,7 +168,8 @@ def _fit_one(problem, candidate, b, fidelity, may_skip, timing):
 class _Search:
     """The state of one :func:`compress` call: the problem, the report, the models."""
 
-    def __init__(self, problem, report, n_jobs, timing, verbose, chance, X_agree):
+    def __init__(self, problem, report, n_jobs, timing, verbose, chance, X_agree, client=None):
+        self.client = client
         self.problem, self.report = problem, report
         self.n_jobs, self.timing, self.verbose = n_jobs, timing, verbose
         self.chance, self.X_agree = chance, X_agree
@@ -188,32 +187,46 @@ class _Search:
             self._exact_pred = self.problem.exact.predict(self.X_agree)
         return float(np.mean(model.predict(self.X_agree) == self._exact_pred))
 
-    def row(self, m, b, **kw):
-        r = {"method": m, "variant": "", "budget": int(b), "n_vectors": 0,
+    def row(self, m, budget, **kw):
+        """Append a report row (``budget``: the budget asked; ``n_vectors``, in ``kw``:
+        the model's distinct vectors)."""
+        r = {"method": m, "variant": "", "budget": int(budget), "n_vectors": 0,
              "val_error": float("nan"), "agreement": float("nan"), "seconds": float("nan"),
              "status": "ok", "reason": ""}
         r.update(kw)
         self.rows.append(r)
         return len(self.rows) - 1
 
-    def run(self, names, b, fidelities):
-        """Fit the candidates ``names`` at budget ``b`` (each at ``fidelities[name]``),
+    def run(self, names, n_vectors, fidelities):
+        """Fit the candidates ``names`` at budget ``n_vectors`` (each at ``fidelities[name]``),
         in parallel with ``n_jobs``; returns ``{name: (status, fit or reason, seconds)}``.
         The first candidate is never skipped for time."""
         if not names:
             return {}
         started = self.any_fit
-        jobs = [(self.problem, CANDIDATES[m], b, fidelities[m], started or i > 0, self.timing)
-                for i, m in enumerate(names)]
+        jobs = [(self.problem, CANDIDATES[m], n_vectors, fidelities[m], started or i > 0,
+                 self.timing) for i, m in enumerate(names)]
         stage = "/".join(sorted({f.name for f in fidelities.values()}))
-        if self.n_jobs in (None, 1) or len(jobs) == 1:
+        if self.client is not None and len(jobs) > 1:
+            # one task per candidate on the cluster (each with one thread, as here); the
+            # results come back in the candidates' order, whatever order they finish in
+            futures = [self.client.submit(_fit_one, *job, pure=False) for job in jobs]
+            results = self.client.gather(futures)
+        elif self.n_jobs in (None, 1) or len(jobs) == 1:
             results = []
-            bar = progress(total=len(jobs), desc=f"compress {stage} b={b}",
+            # progress in units of the candidates' cost estimates (kernel evaluations, in
+            # millions), so that the bar's rate gives an estimate of the time left
+            cost = [CANDIDATES[m].cost(self.problem, n_vectors, fidelities[m]) / 1e6
+                    for m in names]
+            bar = progress(total=sum(cost), desc=f"compress {stage} n_vectors={n_vectors}",
+                           unit="M kernel evaluations", unit_scale=False,
+                           bar_format="{desc}: {percentage:3.0f}%|{bar}| {postfix} "
+                                      "[{elapsed}<{remaining}]",
                            disable=None if self.verbose else True)
-            for m, job in zip(names, jobs, strict=True):
+            for m, job, c in zip(names, jobs, cost, strict=True):
                 bar.set_postfix_str(m)
                 results.append(_fit_one(*job))
-                bar.update(1)
+                bar.update(c)
             bar.close()
         else:
             from joblib import Parallel, delayed
@@ -232,13 +245,13 @@ class _Search:
         self.any_fit = self.any_fit or any(r[0] == "ok" for r in results)
         return dict(zip(names, results, strict=True))
 
-    def record(self, m, b, result, reference=False, screened_reason=None):
+    def record(self, m, n_vectors, result, reference=False, screened_reason=None):
         """A report row for ``result`` (see :meth:`run`); returns its index."""
         status, fit, secs = result
         if status != "ok":
             if status == "skipped":
                 self.cut.append(f"{m} skipped")
-            return self.row(m, b, status=status, reason=fit, seconds=secs)
+            return self.row(m, n_vectors, status=status, reason=fit, seconds=secs)
         p = self.problem
         notes = list(fit.notes)
         if fit.deadline_stops:
@@ -249,7 +262,7 @@ class _Search:
             notes.append(f"time limit: {', '.join(fit.cut)} not tried")
             self.cut.append(f"{m}: {', '.join(fit.cut)} not tried")
         n = fit.n_vectors
-        i = self.row(m, b, variant=fit.variant.label, n_vectors=n, val_error=fit.error,
+        i = self.row(m, n_vectors, variant=fit.variant.label, n_vectors=n, val_error=fit.error,
                      agreement=self.agreement(fit.model), seconds=secs,
                      status="reference" if reference else "ok")
         r = self.rows[i]
@@ -259,8 +272,8 @@ class _Search:
             self.built[i] = fit.model
             return i
         r["reason"] = "; ".join(notes)
-        if n > b or n > n_full:  # never more vectors than asked (a bug if it happens)
-            r.update(status="failed", reason=f"{n} vectors exceed the budget {b}")
+        if n > n_vectors or n > n_full:  # never more vectors than asked (a bug if it happens)
+            r.update(status="failed", reason=f"{n} vectors exceed the budget {n_vectors}")
         elif not reference and fit.error >= self.chance - 1e-12 and self.chance > 0:
             r.update(status="refused", reason=f"error {_pct(fit.error)} is no better than "
                      f"always predicting the most frequent class ({_pct(self.chance)})")
@@ -272,14 +285,14 @@ class _Search:
                      "the model the folds validated")
         self.built[i] = fit.model
         if self.verbose:
-            print(f"compress: {m} at {b}: {r['status']} {_pct(r['val_error'])} {r['reason']}",
-                  file=sys.stderr)
+            print(f"compress: {m} at {n_vectors}: {r['status']} {_pct(r['val_error'])} "
+                  f"{r['reason']}", file=sys.stderr)
         return i
 
-    def _usable(self, result, b):
+    def _usable(self, result, n_vectors):
         """Whether a fit would be an ``ok`` row (the checks of :meth:`record`)."""
         status, fit, _ = result
-        if status != "ok" or fit.n_vectors > b or fit.n_vectors > self.problem.n_full:
+        if status != "ok" or fit.n_vectors > n_vectors or fit.n_vectors > self.problem.n_full:
             return False
         if fit.error >= self.chance - 1e-12 and self.chance > 0:
             return False
@@ -287,17 +300,17 @@ class _Search:
         return f is None or fit.fit_error <= fit.error + \
             _rebuild_margin(fit.error, f.y_fit.size) + 1e-12
 
-    def budget(self, names, b, screen, n_eval):
-        """Every candidate at budget ``b``: screened, then the ones that can still win
+    def budget(self, names, n_vectors, screen, n_eval):
+        """Every candidate at budget ``n_vectors``: screened, then the ones that can still win
         fitted in full, cheaper half first. Returns the row indices (one per candidate,
         in order)."""
-        why = {m: CANDIDATES[m].refusal(self.problem, b) for m in names}
+        why = {m: CANDIDATES[m].refusal(self.problem, n_vectors) for m in names}
         runnable = [m for m in names if not why[m]]
         order = {m: k for k, m in enumerate(names)}
         screened = {}
         if screen and len(runnable) > 1:
-            fid = {m: CANDIDATES[m].screen_fidelity(self.problem, b) for m in runnable}
-            results = self.run(runnable, b, fid)
+            fid = {m: CANDIDATES[m].screen_fidelity(self.problem, n_vectors) for m in runnable}
+            results = self.run(runnable, n_vectors, fid)
             errs = {m: r[1].error for m, r in results.items() if r[0] == "ok"}
             if errs:
                 best = min(errs.values())
@@ -310,7 +323,7 @@ class _Search:
                                        f"screening error {_pct(best)} ({leader})")
                 pending = [m for m in runnable if m in errs and m not in screened
                            and fid[m] is not FULL]
-                cost = {m: CANDIDATES[m].cost(self.problem, b, FULL) for m in pending}
+                cost = {m: CANDIDATES[m].cost(self.problem, n_vectors, FULL) for m in pending}
                 pending.sort(key=lambda m: (cost[m], order[m]))
                 while pending:
                     # the leader among the fits already final; a candidate whose full fit
@@ -318,7 +331,7 @@ class _Search:
                     # fitted in full
                     final = [m for m in runnable if m in results and (
                         fid[m] is FULL or results[m][1].fidelity == "full")
-                        and self._usable(results[m], b)]
+                        and self._usable(results[m], n_vectors)]
                     if final:
                         lead = min(final, key=lambda m: (results[m][1].error, order[m]))
                         e_lead = results[lead][1].error
@@ -333,16 +346,16 @@ class _Search:
                                     f"cannot beat {lead}'s {_pct(e_lead)} (full fit)")
                     half = pending[:(len(pending) + 1) // 2]
                     pending = pending[len(half):]
-                    full = self.run(half, b, {m: FULL for m in half})
+                    full = self.run(half, n_vectors, {m: FULL for m in half})
                     results.update(full)
         else:
-            results = self.run(runnable, b, {m: FULL for m in runnable})
+            results = self.run(runnable, n_vectors, {m: FULL for m in runnable})
         idx = []
         for m in names:
             if why[m]:
-                idx.append(self.row(m, b, status="refused", reason=why[m]))
+                idx.append(self.row(m, n_vectors, status="refused", reason=why[m]))
             else:
-                idx.append(self.record(m, b, results[m], screened_reason=screened.get(m)))
+                idx.append(self.record(m, n_vectors, results[m], screened_reason=screened.get(m)))
         return idx
 
     def usable(self, idx):
@@ -365,7 +378,7 @@ def _fidelity_words(f):
 def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increase=None,
              method="auto", X_train=None, y_train=None, time_limit=None, random_state=None,
              shared=True, cv=DEFAULT_CV, n_init=5, max_iter=200, screen=True, n_jobs=None,
-             timing=False, verbose=False):
+             client=None, timing=False, verbose=False):
     """The best small classifier for a budget, or the smallest within a tolerance.
 
     Tries several ways to make a kernel classifier cheap -- reduced sets of the
@@ -448,6 +461,9 @@ def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increas
     n_jobs : int or None, default=None
         Candidates fitted in parallel (joblib processes; each with one BLAS thread).
         The result does not depend on it.
+    client : dask.distributed.Client, optional
+        Fit the candidates of a stage as tasks on this cluster instead (one per
+        candidate); the result does not depend on it either.
     timing : bool, default=False
         Record each candidate's wall-clock seconds and the total in the report (they
         never steer a choice; off by default so that the saved report, too, is the
@@ -491,8 +507,7 @@ def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increas
     Examples
     --------
     >>> from sklearn.datasets import make_moons
-    >>> from sklearn.svm import SVC
-    >>> import sparsekm
+    >>>     >>> import sparsekm
     >>> X, y = make_moons(600, noise=0.2, random_state=0)
     >>> svc = SVC(C=10).fit(X[:300], y[:300])
     >>> small = sparsekm.compress(svc, X[300:450], y[300:450], n_vectors=10,
@@ -609,7 +624,10 @@ def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increas
                             time_limit=float("nan") if time_limit is None else time_limit,
                             total_seconds=float("nan"))
     X_agree = X_val if X_val is not None else X_train
-    search = _Search(problem, report, n_jobs, timing, verbose, chance, X_agree)
+    if client is not None and not (hasattr(client, "submit") and hasattr(client, "gather")):
+        raise TypeError(f"The 'client' parameter of {owner} must be a dask.distributed.Client; "
+                        f"got {type(client).__name__}.")
+    search = _Search(problem, report, n_jobs, timing, verbose, chance, X_agree, client)
     n_eval = int(y_val.size if X_val is not None else y_train.size)
 
     def original(reason):
@@ -671,24 +689,24 @@ def _tolerance_walk(search, methods, n_full):
         return report["rows"][i]["status"] == "ok" and \
             report["rows"][i]["val_error"] <= target + 1e-12
 
-    def one(m, b):
-        why = CANDIDATES[m].refusal(search.problem, b)
+    def one(m, n_vectors):
+        why = CANDIDATES[m].refusal(search.problem, n_vectors)
         if why:
-            return search.row(m, b, status="refused", reason=why)
-        return search.record(m, b, search.run([m], b, {m: FULL})[m])
+            return search.row(m, n_vectors, status="refused", reason=why)
+        return search.record(m, n_vectors, search.run([m], n_vectors, {m: FULL})[m])
 
-    chosen, lo, b = None, 0, 1
-    while b < n_full and chosen is None:
+    chosen, lo, n_vectors = None, 0, 1
+    while n_vectors < n_full and chosen is None:
         for m in methods:
-            i = one(m, b)
+            i = one(m, n_vectors)
             if passing(i):
                 chosen = i
                 break
         if chosen is None:
-            lo, b = b, min(2 * b, n_full)
+            lo, n_vectors = n_vectors, min(2 * n_vectors, n_full)
     if chosen is not None:  # bisect with the winning method
         m = report["rows"][chosen]["method"]
-        hi = b
+        hi = n_vectors
         while hi - lo > 1:
             mid = (lo + hi) // 2
             i = one(m, mid)
