@@ -28,6 +28,7 @@ import argparse
 import json
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -153,8 +154,8 @@ def run(friedman_n, gp_rows, quick=False):
             for frac in BUDGETS[:1] if quick else BUDGETS:
                 b = max(2, int(round(frac * Xtr.shape[0])))
                 Xf, yf = Xtr[:n_fit], ytr[:n_fit]
-                small, t_c = _timed(lambda: compress(model, Xva, yva, n_vectors=b, X_train=Xf,
-                                                     y_train=yf, random_state=0, timing=True))
+                small, t_c = _timed(partial(compress, model, Xva, yva, n_vectors=b, X_train=Xf,
+                                            y_train=yf, random_state=0, timing=True))
                 rep = small.compress_report_
                 row = {"budget_fraction": frac, "n_vectors": b,
                        "compress": dict(zip(("rmse", "se"), _rmse_se(small.predict(Xte), yte,
@@ -162,7 +163,7 @@ def run(friedman_n, gp_rows, quick=False):
                                         seconds=t_c, chosen=rep["rows"][rep["chosen"]]["method"],
                                         n_vectors=int(small.n_vectors_))}
                 for how in ("uniform", "kmeans"):
-                    psi, t_p = _timed(lambda how=how: _peer(kernel, Xf, yf, Xva, yva, b, how))
+                    psi, t_p = _timed(partial(_peer, kernel, Xf, yf, Xva, yva, b, how))
                     row[f"nystroem_{how}"] = dict(zip(("rmse", "se"), _rmse_se(
                         psi(Xte), yte, scale)), seconds=t_p)
                 best_peer = min((row["nystroem_uniform"], row["nystroem_kmeans"]),

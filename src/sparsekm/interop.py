@@ -37,9 +37,9 @@ Each conversion reproduces the estimator's own output to rounding error:
 
 from __future__ import annotations
 
-import numpy as np
-
 from typing import NamedTuple
+
+import numpy as np
 
 from .kernels import RBF, Kernel, Laplacian, Linear, Matern, Polynomial, RationalQuadratic, Sigmoid
 

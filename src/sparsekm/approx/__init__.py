@@ -2,13 +2,6 @@
 
 from .greedy import GreedyBasis, greedy_basis, pivoted_cholesky
 from .nystroem import nystroem_features, nystroem_normalization
-from .ridge import (
-    RidgeOnLandmarks,
-    nystroem_landmarks,
-    nystroem_map,
-    nystroem_ridge,
-    ridge_on_landmarks,
-)
 from .randomized import (
     ProjectedKernel,
     QuantizedGram,
@@ -24,6 +17,13 @@ from .randomized import (
     sparsify_quantize_gram,
     theorem5_s,
     theorem6_s,
+)
+from .ridge import (
+    RidgeOnLandmarks,
+    nystroem_landmarks,
+    nystroem_map,
+    nystroem_ridge,
+    ridge_on_landmarks,
 )
 
 __all__: list[str] = [

@@ -5,7 +5,11 @@ Every estimator listed in ``__all__`` is checked with
 """
 
 from .approx_svm import ApproxSVC
-from .expansion_models import ExpansionRegressor, ExpansionOutlierDetector, ExpansionTransformer
+from .expansion_models import (
+    ExpansionOutlierDetector as ExpansionOutlierDetector,  # built, not fitted
+)
+from .expansion_models import ExpansionRegressor
+from .expansion_models import ExpansionTransformer as ExpansionTransformer  # built, not fitted
 from .fast_rvm import FastRVC
 from .kernel_pca import KernelPCA, linear_pca_denoise
 from .kfd import ApproxKFD, KernelFisherDiscriminant

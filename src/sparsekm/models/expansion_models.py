@@ -79,7 +79,7 @@ class ExpansionRegressor(RegressorMixin, BaseEstimator):
     >>> import numpy as np
     >>> from sparsekm.models import ExpansionRegressor
     >>> X = np.linspace(0, 6, 200)[:, None]
-    >>> reg = ExpansionRegressor(n_vectors=10, gamma=1.0, alpha=1e-3, random_state=0)
+    >>> reg = ExpansionRegressor(n_vectors=20, gamma=1.0, alpha=1e-3, random_state=0)
     >>> float(np.abs(reg.fit(X, np.sin(X[:, 0])).predict(X) - np.sin(X[:, 0])).max()) < 0.01
     True
     """
