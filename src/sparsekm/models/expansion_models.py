@@ -25,6 +25,7 @@ from .._constraints import KERNEL, NON_NEGATIVE, POSITIVE_INT, RANDOM_STATE
 from ..approx.ridge import nystroem_ridge, ridge_on_landmarks
 from ..expansion import KernelExpansion
 from ..kernels import resolve_kernel
+from ..parallel import dask_rowwise
 from ..utils.validation import check_scalar, validate_X
 
 __all__ = ["ExpansionRegressor", "ExpansionOutlierDetector", "ExpansionTransformer"]
@@ -244,12 +245,14 @@ class ExpansionRegressor(RegressorMixin, BaseEstimator):
         return est._set_fitted(expansion, lam)
 
     # -- prediction --------------------------------------------------------------------
+    @dask_rowwise
     def predict(self, X, return_std=False):
         """``f(x)``; with ``return_std=True`` also the predictive standard deviation.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like or dask.array.Array of shape (n_samples, n_features)
+            A dask array gives a dask array (row chunks; no ``return_std`` then).
         return_std : bool, default=False
             Only for a regressor made from a Gaussian process; refused otherwise,
             with the reason.
@@ -294,6 +297,8 @@ class _BuiltFromExpansion(BaseEstimator):
         "n_vectors_": _S.int(),
         "compress_report_": _REPORT,
     }
+    #: no constructor parameters (checked by sparsekm.load)
+    _parameter_constraints: dict = {}
 
     def fit(self, X, y=None):
         raise TypeError(f"{type(self).__name__} is built from a kernel expansion "
@@ -336,10 +341,12 @@ class ExpansionOutlierDetector(OutlierMixin, _BuiltFromExpansion):
         if expansion.is_multioutput:
             raise TypeError("An ExpansionOutlierDetector needs a single-output expansion.")
 
+    @dask_rowwise
     def decision_function(self, X):
         """``f(x)``: positive for inliers."""
         return self._evaluate(X)
 
+    @dask_rowwise
     def predict(self, X):
         """+1 (inlier, ``f(x) > 0``) or -1 (outlier)."""
         return np.where(self.decision_function(X) > 0, 1, -1)
@@ -353,6 +360,7 @@ class ExpansionTransformer(TransformerMixin, _BuiltFromExpansion):
     (the centring constants kept as intercepts, :func:`sparsekm.interop.expansion_from_estimator`).
     """
 
+    @dask_rowwise
     def transform(self, X):
         """The features, shape (n_samples, n_outputs)."""
         out = self._evaluate(X)
