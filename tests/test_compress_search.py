@@ -194,3 +194,21 @@ def test_a_dask_client_gives_the_same_model(blobs):
     assert _bytes(on_dask) == _bytes(_call(blobs))
     with pytest.raises(TypeError, match="'client' parameter of compress"):
         _call(blobs, client="localhost:8786")
+
+
+def test_a_candidate_that_fails_does_not_sink_the_search(blobs, monkeypatch):
+    """A candidate raising at its screening fit (here the uniform-subset SVM, screened on
+    this problem) is reported as failed; the others are screened, finished and chosen as
+    usual (the search crashed on such a failure: bench_many_classes)."""
+    import importlib
+
+    cc = importlib.import_module("sparsekm.compress._candidates")
+
+    def broken(self, *a, **k):
+        raise RuntimeError("broken on purpose")
+    monkeypatch.setattr(cc.UniformSVM, "build", broken)
+    small = _call(blobs)
+    rows = {r["method"]: r for r in small.compress_report_["rows"]}
+    assert rows["uniform-svm"]["status"] == "failed"
+    assert rows["uniform-svm"]["reason"] == "RuntimeError: broken on purpose"
+    assert small.chosen_method_ != "uniform-svm"

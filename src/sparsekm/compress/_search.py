@@ -329,9 +329,9 @@ class _Search:
                     # the leader among the fits already final; a candidate whose full fit
                     # cannot beat it (its screening error less the margin, at best) is not
                     # fitted in full
-                    final = [m for m in runnable if m in results and (
-                        fid[m] is FULL or results[m][1].fidelity == "full")
-                        and self._usable(results[m], n_vectors)]
+                    final = [m for m in runnable if m in results
+                             and self._usable(results[m], n_vectors)
+                             and results[m][1].fidelity == "full"]
                     if final:
                         lead = min(final, key=lambda m: (results[m][1].error, order[m]))
                         e_lead = results[lead][1].error
