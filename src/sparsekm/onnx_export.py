@@ -35,7 +35,15 @@ import numbers
 import numpy as np
 
 from .expansion import KernelExpansion
-from .kernels import RBF, InverseMultiquadric, Linear, Polynomial, Sigmoid
+from .kernels import (
+    RBF,
+    InverseMultiquadric,
+    Linear,
+    Matern,
+    Polynomial,
+    RationalQuadratic,
+    Sigmoid,
+)
 from .utils._extras import install_hint
 
 __all__ = ["to_onnx", "register_skl2onnx_converters", "onnx_head"]
@@ -126,10 +134,12 @@ def _known_model_names():
 
 
 def _check_kernel(kernel):
-    if type(kernel) not in (RBF, InverseMultiquadric, Polynomial, Sigmoid, Linear):
+    if type(kernel) not in (RBF, InverseMultiquadric, Polynomial, Sigmoid, Linear, Matern,
+                            RationalQuadratic):
         raise TypeError(
             f"The kernel {kernel!r} has no ONNX form in sparsekm (supported: RBF, "
-            f"InverseMultiquadric, Polynomial, Sigmoid, Linear); the model cannot be exported.")
+            f"InverseMultiquadric, Matern, RationalQuadratic, Polynomial, Sigmoid, Linear); "
+            f"the model cannot be exported.")
 
 
 # -- a tiny graph builder that writes either a standalone graph or into skl2onnx ------
@@ -198,6 +208,22 @@ def _kernel_block(b, x, expansion):
         r2 = b.op("Max", [r2, b.const("zero", 0.0)])
         if isinstance(kernel, RBF):
             return b.op("Exp", [b.op("Mul", [r2, b.const("neg_gamma", -kernel.gamma)])])
+        if isinstance(kernel, Matern):  # s = sqrt(2 nu) r / l (nu = 1/2: r / l)
+            scale = (1.0 if kernel.nu == 0.5 else np.sqrt(2.0 * kernel.nu)) / kernel.length_scale
+            s = b.op("Mul", [b.op("Sqrt", [r2]), b.const("matern_scale", scale)])
+            e = b.op("Exp", [b.op("Neg", [s])])
+            if kernel.nu == 0.5:
+                return e
+            poly = b.op("Add", [s, b.const("one", 1.0)])
+            if kernel.nu == 2.5:
+                poly = b.op("Add", [poly, b.op("Mul", [b.op("Mul", [s, s]),
+                                                       b.const("third", 1.0 / 3.0)])])
+            return b.op("Mul", [poly, e])
+        if isinstance(kernel, RationalQuadratic):
+            base = b.op("Add", [b.op("Mul", [r2, b.const(
+                "rq_scale", 1.0 / (2.0 * kernel.alpha * kernel.length_scale ** 2))]),
+                b.const("one", 1.0)])
+            return b.op("Pow", [base, b.const("neg_alpha", -kernel.alpha)])
         return b.op("Pow", [b.op("Add", [r2, b.const("one", 1.0)]), b.const("c", kernel.c)])
     t = b.op("MatMul", [x, b.const("zt", Z.T)])
     if isinstance(kernel, Linear):

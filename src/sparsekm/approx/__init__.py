@@ -18,6 +18,13 @@ from .randomized import (
     theorem5_s,
     theorem6_s,
 )
+from .ridge import (
+    RidgeOnLandmarks,
+    nystroem_landmarks,
+    nystroem_map,
+    nystroem_ridge,
+    ridge_on_landmarks,
+)
 
 __all__: list[str] = [
     "GreedyBasis",
@@ -37,6 +44,11 @@ __all__: list[str] = [
     "randomized_rounding",
     "sparsify_gram",
     "sparsify_quantize_gram",
+    "RidgeOnLandmarks",
+    "nystroem_landmarks",
+    "nystroem_map",
+    "nystroem_ridge",
+    "ridge_on_landmarks",
     "theorem5_s",
     "theorem6_s",
 ]

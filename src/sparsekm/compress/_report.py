@@ -130,15 +130,17 @@ class CompressReport(dict):
     def table(self):
         """The report as text (what ``sparsekm reduce`` prints)."""
         sel = self.get("selection", "validation")
+        # a regressor's report (issue 36) holds RMSE values, not fractions
+        err = _num if self.get("kind") == "regressor" else _pct
         lines = [f"original machine: {self.get('full_n_vectors', 0)} distinct vectors, "
-                 f"error {_pct(self.get('full_error'))} on the {sel}"]
+                 f"{self.get('metric', 'error')} {err(self.get('full_error'))} on the {sel}"]
         if self.get("mode") == "tolerance":
-            lines.append(f"target: error <= {_pct(self.get('target_error'))}")
+            lines.append(f"target: error <= {err(self.get('target_error'))}")
         lines.append(f"{'method':<17} {'variant':<22} {'budget':>6} {'vectors':>7} "
                      f"{'error':>8} {'agree':>8} {'seconds':>8}  status")
         for r in self.rows:
             lines.append(f"{r['method']:<17} {r['variant'][:22]:<22} {r['budget']:>6d} "
-                         f"{r['n_vectors']:>7d} {_pct(r['val_error']):>8} "
+                         f"{r['n_vectors']:>7d} {err(r['val_error']):>8} "
                          f"{_pct(r['agreement']):>8} {_num(r['seconds']):>8}  {r['status']}"
                          + (f": {r['reason']}" if r["reason"] else ""))
         lines += list(self.get("messages", []))
@@ -159,25 +161,27 @@ class CompressReport(dict):
         markers = {"chosen": "*", "ok": "o", "reference": "s", "refused": "x",
                    "screened": "v"}
         colours, seen = {}, set()
+        pct = 1.0 if self.get("kind") == "regressor" else 100.0  # RMSE is not a fraction
         for i, r in enumerate(self.rows):
             if not np.isfinite(r["val_error"]) or r["n_vectors"] <= 0:
                 continue
             colour = colours.setdefault(r["method"], f"C{len(colours) % 10}")
             label = r["method"] if r["method"] not in seen else None
             seen.add(r["method"])
-            ax.plot(r["n_vectors"], 100 * r["val_error"], markers.get(r["status"], "o"),
+            ax.plot(r["n_vectors"], pct * r["val_error"], markers.get(r["status"], "o"),
                     color=colour, ms=12 if r["status"] == "chosen" else 6, label=label)
             if i == self.get("chosen", -1):
-                ax.plot(r["n_vectors"], 100 * r["val_error"], "o", ms=16, mfc="none",
+                ax.plot(r["n_vectors"], pct * r["val_error"], "o", ms=16, mfc="none",
                         mec="k", label="chosen")
         full = self.get("full_error", float("nan"))
         if np.isfinite(full):
-            ax.axhline(100 * full, color="0.3", ls="--", lw=1.0,
+            ax.axhline(pct * full, color="0.3", ls="--", lw=1.0,
                        label=f"original ({self.get('full_n_vectors', 0)} vectors)")
         if self.get("mode") == "tolerance" and np.isfinite(self.get("target_error", np.nan)):
             ax.axhline(100 * self["target_error"], color="C3", ls=":", lw=1.0, label="target")
         ax.set_xlabel("kernel evaluations per prediction")
-        ax.set_ylabel(f"error (%) on the {self.get('selection', 'validation')}"[:60])
+        what = self.get("metric", "error") + ("" if pct == 1.0 else " (%)")
+        ax.set_ylabel(f"{what} on the {self.get('selection', 'validation')}"[:60])
         ax.set_title(title or "sparsekm.compress: candidates", fontsize=9)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=6)

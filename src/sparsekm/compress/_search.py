@@ -38,6 +38,7 @@ from ..utils.optimize import Deadline
 from ..utils.progress import progress
 from ..utils.validation import check_array, check_scalar
 from ._candidates import CANDIDATES, FULL, Problem, Split
+from ._any import compress_any, is_any_model
 from ._model import CompressedClassifier
 from ._report import CompressReport, _pct
 
@@ -386,6 +387,15 @@ def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increas
     ``random_state`` give the same model, byte for byte, at any machine load and for
     any ``n_jobs``; without ``time_limit`` no clock is read.
 
+    A fitted ``KernelRidge``, ``GaussianProcessRegressor``, ``SVR``/``NuSVR``,
+    ``OneClassSVM`` or ``KernelPCA`` is compressed at the budget ``n_vectors`` (or the
+    smallest of 2, 4, 8, ... within ``max_error_increase``) by
+    :func:`sparsekm.compress._any.compress_any` (reduced sets, the ridge refit of the
+    outer weights, the Nyström + ridge peers; ``y_val=None`` for the unsupervised ones)
+    and returned as an :class:`~sparsekm.models.ExpansionRegressor`,
+    :class:`~sparsekm.models.ExpansionOutlierDetector` or
+    :class:`~sparsekm.models.ExpansionTransformer` with its ``compress_report_``.
+
     Parameters
     ----------
     model : fitted classifier or KernelExpansion
@@ -509,6 +519,13 @@ def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increas
     True
     """
     owner = "compress"
+    if is_any_model(model):  # a regressor, one-class SVM or kernel PCA (issue 36)
+        return compress_any(model, X_val, y_val, n_vectors=n_vectors, method=method,
+                            X_train=X_train, y_train=y_train, random_state=random_state,
+                            n_init=n_init, max_iter=max_iter, timing=timing,
+                            max_error_increase=max_error_increase, time_limit=time_limit,
+                            cv=cv, screen=screen, n_jobs=n_jobs, shared=shared,
+                            verbose=verbose)
     t_start = time.perf_counter() if timing else None
     if n_vectors is not None and max_error_increase is not None:
         raise ValueError(f"{owner}: give a budget (n_vectors) or a tolerance "

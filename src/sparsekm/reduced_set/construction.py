@@ -83,7 +83,8 @@ def _one_term_single(kernel, Y, g, starts, max_iter, tol, rng, norm2=None):
     psi = KernelExpansion(Y, np.repeat(g[:, None], n_starts, axis=1), _base(kernel))
     mark = checkpoint(kernel)
     resident(kernel, psi.vectors, parts=(Y,))  # a copy of Y: the same device copy
-    solver = fixed_point if kernel.is_radial else gradient
+    fixed = kernel.is_radial and getattr(kernel, "supports_fixed_point", True)
+    solver = fixed_point if fixed else gradient
     seed = int(rng.integers(2**31 - 1))
     res = solver(psi, z0=starts, n_init=1, max_iter=max_iter, tol=tol, random_state=seed,
                  norm2=norm2, backend=_engine(kernel))
