@@ -33,6 +33,9 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _benchutil import write_results  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "compress.json"
 SEED = 0
@@ -244,7 +247,7 @@ def main(argv=None):
     if args.slmc_threads:
         result = {"env": _env(), "protocol": slmc_threads.__doc__,
                   "rows": slmc_threads(args.slmc_threads.split(","))}
-        Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+        write_results(args.out, result)
         print(f"wrote {args.out}")
         return
     budgets = [int(b) for b in args.budgets.split(",")]
@@ -252,7 +255,7 @@ def main(argv=None):
     for name in args.datasets.split(","):
         result["rows"] += run(name, budgets, args.baseline)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+    write_results(args.out, result)
     print(f"wrote {args.out}")
 
 

@@ -25,7 +25,6 @@ Usage: ``python benchmarks/bench_regression.py [--quick] [--friedman-n N] [--out
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from functools import partial
@@ -34,7 +33,10 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _benchutil import machine  # noqa: E402
+from _benchutil import (
+    machine,  # noqa: E402
+    write_results,  # noqa: E402
+)
 
 BUDGETS = (0.01, 0.02, 0.05)
 OUT = Path(__file__).resolve().parent / "results" / "regression.json"
@@ -227,7 +229,7 @@ def main(argv=None):
     n = args.friedman_n or (600 if args.quick else 5000)
     res = run(n, min(args.gp_rows, 300) if args.quick else args.gp_rows, quick=args.quick)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(res, indent=1) + "\n")
+    write_results(args.out, res)
     print(f"wrote {args.out}")
     fig = args.fig or (None if args.quick else str(FIG))
     if fig:

@@ -15,7 +15,6 @@ Usage: ``python benchmarks/bench_regression_svgp.py [--quick] [--out F]``.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -23,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _benchutil import write_results  # noqa: E402
 from bench_regression import BUDGETS, _datasets, _environment, _rmse_se, _split  # noqa: E402
 
 STEPS = (250, 500, 1000, 2000)
@@ -112,7 +112,7 @@ def main(argv=None):
                   flush=True)
         res["datasets"].append({"name": name, "svgp": rows})
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(res, indent=1) + "\n")
+    write_results(args.out, res)
     print(f"wrote {args.out}")
     return 0
 
