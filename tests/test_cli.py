@@ -761,7 +761,6 @@ def test_quiet_does_not_outlive_the_call(capsys):
 
 # -- issue 38, item 8: a byte-order mark, FIFOs ------------------------------------------
 def test_predict_keeps_the_first_row_of_a_csv_with_a_byte_order_mark(binary_svc, capsys):
-    import numpy as np
 
     d, X, svc = binary_svc
     rows = X[:5]

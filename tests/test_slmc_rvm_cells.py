@@ -137,7 +137,6 @@ def test_partial_reason_counts_cached_splits_without_touching_provenance(monkeyp
     from types import SimpleNamespace
 
     from sparsekm.reproduce import slmc
-
     from sparsekm.reproduce._cache import CellCache
 
     cache = CellCache(None)  # in memory; the look goes through CellCache.uncounted

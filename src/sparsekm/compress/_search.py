@@ -37,8 +37,8 @@ from ..expansion import KernelExpansion
 from ..utils.optimize import Deadline
 from ..utils.progress import progress
 from ..utils.validation import check_array, check_scalar
-from ._candidates import CANDIDATES, FULL, Problem, Split
 from ._any import compress_any, is_any_model
+from ._candidates import CANDIDATES, FULL, Problem, Split
 from ._model import CompressedClassifier
 from ._report import CompressReport, _pct
 
