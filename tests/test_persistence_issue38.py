@@ -487,3 +487,24 @@ def test_large_signed_expansions_load_within_the_budget(tmp_path, dtype):
     loaded = _traced_load(path, key=KEY)
     np.testing.assert_array_equal(loaded["b"].vectors, psi.vectors)
     assert _traced_load.peak < LOAD_FACTOR * os.path.getsize(path) + LOAD_SLACK
+
+
+
+def test_a_file_asking_for_polars_output_is_refused_where_polars_is_missing(tmp_path,
+                                                                           monkeypatch):
+    import importlib.util
+
+    from sparsekm.models import KernelPCA
+
+    X = np.random.default_rng(0).normal(size=(30, 3))
+    kpca = KernelPCA(n_components=2).fit(X)
+    kpca._sklearn_output_config = {"transform": "polars"}  # as set_output writes it
+    save(kpca, tmp_path / "polars.skm")
+    kpca._sklearn_output_config = {"transform": "pandas"}
+    save(kpca, tmp_path / "pandas.skm")
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "polars" else real(name, *a))
+    with pytest.raises(ValueError, match="polars is not installed"):
+        load(tmp_path / "polars.skm")
+    assert load(tmp_path / "pandas.skm")._sklearn_output_config == {"transform": "pandas"}

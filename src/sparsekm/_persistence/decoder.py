@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 
 import numpy as np
@@ -251,6 +252,10 @@ class _Decoder:
         config = d.get(_OUTPUT_CONFIG)
         if config is not None and not set(config.values()) <= set(_OUTPUT_CONFIG_VALUES):
             self.fail(f"{where}.{_OUTPUT_CONFIG} must map to one of {_OUTPUT_CONFIG_VALUES}.")
+        if config is not None and "polars" in config.values() and \
+                importlib.util.find_spec("polars") is None:
+            self.fail(f"{where} was saved with set_output(transform='polars'), but polars is "
+                      "not installed here; install it (pip install polars) to load this file.")
         check = _STATE_CHECKS.get(cls)
         if check is not None:
             try:
