@@ -6,7 +6,7 @@ approximation, direct sparse learning and randomized kernels, all around one
 object, :class:`~sparsekm.expansion.KernelExpansion`.
 """
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 from . import config  # noqa: E402
 from .compress import compress  # noqa: E402

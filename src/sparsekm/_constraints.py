@@ -13,7 +13,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .kernels import _STRING_KERNELS, Kernel
+from .kernels import KERNEL_NAMES, Kernel
 
 __all__ = ["KERNEL", "POSITIVE", "NON_NEGATIVE", "POSITIVE_INT", "REAL", "RANDOM_STATE",
            "N_JOBS", "BACKEND", "BOOLEAN"]
@@ -32,7 +32,7 @@ class _KernelName(StrOptions):
     that a file naming no kernel (``kernel="os.system"``) is refused when loaded."""
 
     def __init__(self):
-        super().__init__(set(_STRING_KERNELS))
+        super().__init__(set(KERNEL_NAMES))
 
     def is_satisfied_by(self, val):
         return isinstance(val, str) and val.lower() in self.options

@@ -36,6 +36,10 @@ from .utils.validation import check_scalar
 
 __all__ = ["get_config", "set_config", "config_context", "threads"]
 
+#: The array backends :mod:`sparsekm.backend` implements (defined here, with the option that
+#: names them, so that ``config`` needs nothing from ``backend``).
+BACKENDS = ("numpy", "torch")
+
 _DEFAULTS = {"backend": "numpy", "device": None, "n_threads": None}
 _config = dict(_DEFAULTS)
 
@@ -46,8 +50,6 @@ def get_config():
 
 
 def _validated(backend, device, n_threads):
-    from .backend import BACKENDS
-
     out = {}
     if backend is not None:
         if backend not in BACKENDS:

@@ -56,6 +56,7 @@ from .utils.validation import check_array, check_scalar
 
 __all__ = [
     "Kernel",
+    "KERNEL_NAMES",
     "WeightedSums",
     "RadialKernel",
     "DotProductKernel",
@@ -1040,6 +1041,9 @@ _STRING_KERNELS = {
     "linear": Linear,
     "imq": InverseMultiquadric,
 }
+
+#: The names a string ``kernel`` may take (any case), as :func:`resolve_kernel` reads them.
+KERNEL_NAMES = frozenset(_STRING_KERNELS)
 
 
 def resolve_kernel(kernel, X=None, owner="estimator", *, gamma="scale", degree=3, coef0=0.0):
