@@ -28,7 +28,12 @@ import numbers
 
 import numpy as np
 from scipy.linalg import solve_triangular
-from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.base import (
+    BaseEstimator,
+    ClassNamePrefixFeaturesOutMixin,
+    TransformerMixin,
+    _fit_context,
+)
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
@@ -38,7 +43,8 @@ from ..backend import resident, solver_kernel
 from ..kernels import Kernel, estimator_kernel, resolve_kernel
 from ..parallel import dask_rowwise, is_dask_array
 from ..persistence import register, spec
-from ..utils.validation import OutputContainerMixin, check_array, check_scalar, validate_X
+from ..utils._deprecation import keyword_only_args
+from ..utils.validation import OutputContainerMixin, check_array, validate_X
 
 __all__ = ["GreedyBasis", "greedy_basis", "pivoted_cholesky"]
 
@@ -382,7 +388,8 @@ class GreedyBasis(ClassNamePrefixFeaturesOutMixin, OutputContainerMixin, Transfo
         "init": [StrOptions(set(_INITS))], "pivoting": [StrOptions(set(_PIVOTING))],
         "random_state": RANDOM_STATE, "backend": BACKEND}
 
-    def __init__(self, n_basis=100, tol=1e-3, kernel=None, init="random", pivoting="greedy",
+    @keyword_only_args
+    def __init__(self, n_basis=100, *, tol=1e-3, kernel=None, init="random", pivoting="greedy",
                  random_state=None,
                  gamma="scale", degree=3, coef0=0.0, backend=None):
         self.n_basis = n_basis
@@ -397,16 +404,7 @@ class GreedyBasis(ClassNamePrefixFeaturesOutMixin, OutputContainerMixin, Transfo
         self.backend = backend
 
     # -- fitting -------------------------------------------------------------------
-    def _validate_params(self):
-        check_scalar(self.n_basis, "n_basis", "GreedyBasis", kind="int", lower=1)
-        check_scalar(self.tol, "tol", "GreedyBasis", lower=0.0)
-        if self.init not in _INITS:
-            raise ValueError(f"The 'init' parameter of GreedyBasis must be one of {_INITS}. "
-                             f"Got {self.init!r} instead.")
-        if self.pivoting not in _PIVOTING:
-            raise ValueError(f"The 'pivoting' parameter of GreedyBasis must be one of "
-                             f"{_PIVOTING}. Got {self.pivoting!r} instead.")
-
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Select the basis vectors on ``X`` (Algorithm 1).
 
@@ -420,6 +418,7 @@ class GreedyBasis(ClassNamePrefixFeaturesOutMixin, OutputContainerMixin, Transfo
         self._fit(X)
         return self
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit_transform(self, X, y=None):
         """Fit and return ``Gamma`` of the training points (no extra kernel evaluations).
 
@@ -447,7 +446,7 @@ class GreedyBasis(ClassNamePrefixFeaturesOutMixin, OutputContainerMixin, Transfo
         """Algorithm 1 over the partitions of a dask array (nothing of size n on the client)."""
         from .distributed import check_dask_rows, get_client, greedy_basis_distributed
 
-        self._validate_params()
+        self._validate_params()  # also called directly by approx.distributed
         X = check_dask_rows(X, "GreedyBasis")
         client = get_client(owner="GreedyBasis")
         # gamma="scale" reduces X.var() on the workers (one number comes back).
@@ -477,8 +476,7 @@ class GreedyBasis(ClassNamePrefixFeaturesOutMixin, OutputContainerMixin, Transfo
                            "step_seconds": out["step_seconds"]}
         return self
 
-    def _fit(self, X):
-        self._validate_params()
+    def _fit(self, X):  # reached through fit, fit_transform, partial_fit (``_fit_context``)
         X = validate_X(self, X)
         self.kernel_ = _checked_kernel(self, X)
         rng = check_random_state(self.random_state)
@@ -500,6 +498,7 @@ class GreedyBasis(ClassNamePrefixFeaturesOutMixin, OutputContainerMixin, Transfo
         self.n_kernel_evaluations_ = int(X.shape[0] + n_eval)
         return L
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(self, X, y=None):
         """Process one batch of a stream (on-line Algorithm 1).
 

@@ -17,6 +17,7 @@ from numbers import Integral, Real
 
 import numpy as np
 from scipy.linalg import solve_triangular
+from sklearn.base import _fit_context
 from sklearn.svm import SVC, LinearSVC
 from sklearn.utils._param_validation import Interval, StrOptions
 
@@ -25,6 +26,7 @@ from ..approx.greedy import GreedyBasis, _check_basis_not_empty, _checked_kernel
 from ..expansion import KernelExpansion
 from ..parallel import is_dask_array
 from ..persistence import register, spec
+from ..utils._deprecation import keyword_only_args
 from ..utils.validation import check_scalar, validate_X
 from ._base import (
     BINARY_PERSIST_ATTRS,
@@ -229,7 +231,8 @@ class ApproxSVC(BinaryExpansionClassifier):
         "solver": [StrOptions(set(_SOLVERS))], "init": [StrOptions({"random", "max-diag"})],
         "random_state": RANDOM_STATE, "max_iter": [Interval(Integral, -1, None, closed="left")]}
 
-    def __init__(self, C=1.0, n_basis=0.1, tol=1e-3, kernel=None, basis="greedy", solver="smo",
+    @keyword_only_args
+    def __init__(self, *, C=1.0, n_basis=0.1, tol=1e-3, kernel=None, basis="greedy", solver="smo",
                  init="random", random_state=None, max_iter=-1,
                  gamma="scale", degree=3, coef0=0.0):
         self.C = C
@@ -245,6 +248,7 @@ class ApproxSVC(BinaryExpansionClassifier):
         self.random_state = random_state
         self.max_iter = max_iter
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Approximate the training set, train the linear SVM on ``Gamma``, map back."""
         C = check_scalar(self.C, "C", "ApproxSVC", lower=0.0, lower_inclusive=False)

@@ -30,6 +30,7 @@ from __future__ import annotations
 from numbers import Real
 
 import numpy as np
+from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._constraints import KERNEL, NON_NEGATIVE, POSITIVE_INT, RANDOM_STATE
@@ -38,6 +39,7 @@ from ..approx.greedy import GreedyBasis, _check_basis_not_empty, _checked_kernel
 from ..expansion import KernelExpansion
 from ..parallel import is_dask_array
 from ..persistence import register, spec
+from ..utils._deprecation import keyword_only_args
 from ..utils.validation import check_scalar, validate_X
 from ._base import (
     BINARY_PERSIST_ATTRS,
@@ -105,7 +107,8 @@ class KernelFisherDiscriminant(BinaryExpansionClassifier):
     # Checked by sparsekm.load on every parameter read from a file.
     _parameter_constraints = {**KERNEL, "C": NON_NEGATIVE}
 
-    def __init__(self, C=1e-3, kernel=None,
+    @keyword_only_args
+    def __init__(self, *, C=1e-3, kernel=None,
                  gamma="scale", degree=3, coef0=0.0):
         self.C = C
         self.kernel = kernel
@@ -113,6 +116,7 @@ class KernelFisherDiscriminant(BinaryExpansionClassifier):
         self.degree = degree
         self.coef0 = coef0
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Solve eq. 5 on ``(X, y)``."""
         C = _check_C(self.C, "KernelFisherDiscriminant")
@@ -189,7 +193,8 @@ class ApproxKFD(BinaryExpansionClassifier):
         "tol": NON_NEGATIVE, "init": [StrOptions({"random", "max-diag"})],
         "random_state": RANDOM_STATE}
 
-    def __init__(self, n_basis=0.25, C=1e-3, tol=1e-3, kernel=None, init="random",
+    @keyword_only_args
+    def __init__(self, n_basis=0.25, *, C=1e-3, tol=1e-3, kernel=None, init="random",
                  random_state=None,
                  gamma="scale", degree=3, coef0=0.0):
         self.n_basis = n_basis
@@ -202,6 +207,7 @@ class ApproxKFD(BinaryExpansionClassifier):
         self.init = init
         self.random_state = random_state
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Select the basis on ``X`` and solve eq. 7.
 

@@ -7,7 +7,12 @@ from numbers import Integral, Real
 import numpy as np
 import scipy.sparse
 import scipy.sparse.linalg
-from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.base import (
+    BaseEstimator,
+    ClassNamePrefixFeaturesOutMixin,
+    TransformerMixin,
+    _fit_context,
+)
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
@@ -214,6 +219,7 @@ class RandomizedKernelPCA(ClassNamePrefixFeaturesOutMixin, OutputContainerMixin,
         return sparsify_quantize_gram(X, kernel, self.s, random_state=rng,
                                       block_size=self.block_size)
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Build ``K_hat`` from ``X`` and compute its leading eigenpairs.
 

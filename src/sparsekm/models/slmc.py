@@ -26,7 +26,7 @@ import warnings
 from numbers import Integral
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -50,6 +50,7 @@ from ..kernels import estimator_kernel
 from ..parallel import dask_rowwise, parallel_map
 from ..persistence import register, spec
 from ..sparse_learning.fixed_z import _check_Z, _solve_features
+from ..utils._deprecation import keyword_only_args
 from ..utils.progress import progress
 from ..utils.validation import check_array, check_scalar, validate_X
 
@@ -147,6 +148,7 @@ class _DirectSparseBase(ClassifierMixin, BaseEstimator):
         return n_vectors
 
     # -- fitting ---------------------------------------------------------------------
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Fit the classifier.
 
@@ -384,7 +386,8 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
         "verbose": ["verbose"], "shared": BOOLEAN, "backend": BACKEND,
         "n_init": [Interval(Integral, 1, None, closed="left")]}
 
-    def __init__(self, n_vectors=10, C=1.0, kernel=None, init="random", max_iter=100, tol=1e-6,
+    @keyword_only_args
+    def __init__(self, n_vectors=10, *, C=1.0, kernel=None, init="random", max_iter=100, tol=1e-6,
                  random_state=None, verbose=False, n_jobs=None,
                  gamma="scale", degree=3, coef0=0.0, shared=False, backend=None, n_init=1):
         self.n_init = n_init
@@ -403,6 +406,7 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
         self.shared = shared
         self.backend = backend
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, *, callback=None):
         """Fit the classifier.
 
@@ -602,7 +606,8 @@ class SparseKFD(_DirectSparseBase):
         "max_iter": [Interval(Integral, 0, None, closed="left")], "tol": NON_NEGATIVE,
         "verbose": ["verbose"]}
 
-    def __init__(self, n_vectors=10, C=1.0, mu=1.0, kernel=None, init="kmeans", max_iter=100,
+    @keyword_only_args
+    def __init__(self, n_vectors=10, *, C=1.0, mu=1.0, kernel=None, init="kmeans", max_iter=100,
                  tol=1e-6, random_state=None, verbose=False, n_jobs=None,
                  gamma="scale", degree=3, coef0=0.0):
         self.n_vectors = n_vectors
@@ -696,7 +701,8 @@ class RSVM(_FixedZClassifier):
     # Checked by sparsekm.load on every parameter read from a file.
     _parameter_constraints = _CONSTRAINTS
 
-    def __init__(self, n_vectors=10, C=1.0, kernel=None, random_state=None, n_jobs=None,
+    @keyword_only_args
+    def __init__(self, n_vectors=10, *, C=1.0, kernel=None, random_state=None, n_jobs=None,
                  gamma="scale", degree=3, coef0=0.0):
         self.n_vectors = n_vectors
         self.C = C
@@ -740,7 +746,8 @@ class ModifiedRSVM(_FixedZClassifier):
     # Checked by sparsekm.load on every parameter read from a file.
     _parameter_constraints = _CONSTRAINTS
 
-    def __init__(self, n_vectors=10, C=1.0, kernel=None, random_state=None, n_jobs=None,
+    @keyword_only_args
+    def __init__(self, n_vectors=10, *, C=1.0, kernel=None, random_state=None, n_jobs=None,
                  gamma="scale", degree=3, coef0=0.0):
         self.n_vectors = n_vectors
         self.C = C
@@ -798,7 +805,8 @@ class ModifiedRS(_DirectSparseBase):
     _parameter_constraints = {
         **_CONSTRAINTS, "Z": ["array-like", list, None]}
 
-    def __init__(self, n_vectors=10, C=1.0, kernel=None, Z=None, random_state=None,
+    @keyword_only_args
+    def __init__(self, n_vectors=10, *, C=1.0, kernel=None, Z=None, random_state=None,
                  n_jobs=None,
                  gamma="scale", degree=3, coef0=0.0):
         self.n_vectors = n_vectors
