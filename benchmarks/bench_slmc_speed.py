@@ -2,7 +2,7 @@
 
 Issue 25 asks the shared SLMC (one ``Z`` for the ten one-vs-rest problems, started from
 the shared reduced set) to cost at most 5x the full one-vs-rest SVC fit. Its cost is the
-inner linear SVM solved exactly at every L-BFGS evaluation (``fixed_z._solve_features``).
+inner linear SVM solved exactly at every L-BFGS evaluation (``fixed_z.solve_features``).
 This script times, in one process and in CPU seconds (``time.process_time``,
 ``OMP_NUM_THREADS=1``):
 
@@ -85,21 +85,21 @@ def _slmc(Xtr, ytr, Xte, yte, Z0):
     from sparsekm.models import SLMC
     from sparsekm.sparse_learning import slmc as slmc_mod
     methods = collections.Counter()
-    original = slmc_mod._solve_features
+    original = slmc_mod.solve_features
 
     def counting(*a, **k):
         sol = original(*a, **k)
         methods[sol.extra["method"]] += 1
         return sol
 
-    slmc_mod._solve_features = counting
+    slmc_mod.solve_features = counting
     try:
         t = time.process_time()
         clf = SLMC(n_vectors=len(Z0), C=C, kernel=RBF(GAMMA), init=Z0, shared=True,
                    random_state=SEED, **SETTINGS).fit(Xtr, ytr)
         seconds = time.process_time() - t
     finally:
-        slmc_mod._solve_features = original
+        slmc_mod.solve_features = original
     return clf, {"seconds": seconds, "load_1min": _load(), "n_iter": int(clf.n_iter_[0]),
                  "n_evaluations": int(sum(methods.values()) // len(clf.classes_)),
                  "objective": float(clf.objective_.sum()),

@@ -75,6 +75,8 @@ def test_direct_alias_is_deprecated():
     from sparsekm import sparse_learning
 
     assert direct.slmc_shared_optimize is sparse_learning.slmc_shared_optimize
+    # the alias re-exports the public API only, no private helper
+    assert [n for n in vars(direct) if n.startswith("_") and not n.startswith("__")] == []
 
 
 def test_version_lives_in_a_leaf_module():

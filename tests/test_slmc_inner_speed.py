@@ -36,7 +36,7 @@ def _problem(n=600, n_vectors=30, seed=0, shift=0.0, class_sep=1.5):
 
 def _reference(F, T, y):
     """libsvm at a tight tolerance, polished (the plain reference path)."""
-    return fixed_z._solve_features(F, T, y, C, tol=1e-10, warm_start=None, sample_weight=None,
+    return fixed_z.solve_features(F, T, y, C, tol=1e-10, warm_start=None, sample_weight=None,
                                    solver="libsvm", features="whitened")
 
 
@@ -127,8 +127,8 @@ def test_cold_libsvm_start_equals_the_interior_point():
     F, T = _features(X, Z, RBF(0.05))
     kw = dict(tol=1e-4, warm_start=None, sample_weight=None, solver="auto",
               features="whitened")
-    cold = fixed_z._solve_features(F, T, y, C, cold="libsvm", **kw)
-    ipm = fixed_z._solve_features(F, T, y, C, cold="ipm", **kw)
+    cold = fixed_z.solve_features(F, T, y, C, cold="libsvm", **kw)
+    ipm = fixed_z.solve_features(F, T, y, C, cold="ipm", **kw)
     assert cold.extra["method"] == "libsvm+active-set"
     assert ipm.extra["method"].startswith("ipm")
     _same(cold, ipm)
@@ -152,14 +152,14 @@ def test_shared_slmc_follows_the_previous_path(monkeypatch):
     kw = dict(n_vectors=25, C=C, kernel=RBF(0.1), init="kmeans", shared=True, max_iter=6,
               tol=1e-9, random_state=0)
     paths = {}
-    original = slmc_mod._solve_features
+    original = slmc_mod.solve_features
 
     def counting(*a, **k):
         sol = original(*a, **k)
         paths[sol.extra["method"]] = paths.get(sol.extra["method"], 0) + 1
         return sol
 
-    monkeypatch.setattr(slmc_mod, "_solve_features", counting)
+    monkeypatch.setattr(slmc_mod, "solve_features", counting)
     with pytest.warns(Warning):  # stops at max_iter
         fast = SLMC(**kw).fit(X, y)
     assert paths.get("libsvm+active-set", 0) == 4  # the cold start of the 4 problems

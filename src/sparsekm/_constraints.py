@@ -1,9 +1,9 @@
 """Parameter constraints shared by sparsekm estimators (scikit-learn's ``_parameter_constraints``).
 
-Each estimator declares ``_parameter_constraints`` in scikit-learn's vocabulary, so that
-:func:`sparsekm.load` validates every constructor parameter read from a file with the
-estimator's own rules (``sklearn.utils._param_validation``) before building it. ``fit``
-keeps its own checks; these tables state the same ranges.
+Each estimator declares ``_parameter_constraints`` in scikit-learn's vocabulary: ``fit``
+validates them first (scikit-learn's ``_fit_context``), and :func:`sparsekm.load` validates
+every constructor parameter read from a file with the same rules
+(``sklearn.utils._param_validation``) before building the estimator.
 """
 
 from __future__ import annotations

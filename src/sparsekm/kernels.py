@@ -50,7 +50,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .backend import array_namespace, check_tensor, resolve_backend
-from .config import _single_threaded_blas, effective_n_threads
+from .config import effective_n_threads, single_threaded_blas
 from .utils._random import as_generator as _as_generator
 from .utils.validation import check_array, check_scalar
 
@@ -141,7 +141,7 @@ def _run_blocks(n_rows, step, work, xp, reduce=None):
         finally:
             _local.in_pool = False
 
-    with _single_threaded_blas(), ThreadPoolExecutor(n_threads) as pool:
+    with single_threaded_blas(), ThreadPoolExecutor(n_threads) as pool:
         pending = deque()
         for rows in slices:
             pending.append(pool.submit(task, rows))
@@ -1043,7 +1043,7 @@ _STRING_KERNELS = {
 }
 
 #: The names a string ``kernel`` may take (any case), as :func:`resolve_kernel` reads them.
-KERNEL_NAMES = frozenset(_STRING_KERNELS)
+KERNEL_NAMES = tuple(sorted(_STRING_KERNELS))
 
 
 def resolve_kernel(kernel, X=None, owner="estimator", *, gamma="scale", degree=3, coef0=0.0):

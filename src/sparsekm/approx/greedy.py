@@ -46,7 +46,7 @@ from ..persistence import register, spec
 from ..utils._deprecation import keyword_only_args
 from ..utils.validation import OutputContainerMixin, check_array, validate_X
 
-__all__ = ["GreedyBasis", "greedy_basis", "pivoted_cholesky"]
+__all__ = ["GreedyBasis", "greedy_basis", "pivoted_cholesky", "checked_kernel", "check_basis_not_empty"]
 
 _INITS = ("random", "max-diag")
 _PIVOTING = ("greedy", "random")
@@ -237,7 +237,7 @@ def greedy_basis(X, kernel, n_basis, *, tol=1e-3, init="random", pivoting="greed
     X = _check_X(X)
     if not isinstance(kernel, Kernel):
         raise TypeError(f"kernel must be a sparsekm.kernels.Kernel; got {type(kernel).__name__}.")
-    kernel = _checked_kernel(kernel, X, "greedy_basis")  # se(x) >= 0 needs a PSD kernel
+    kernel = checked_kernel(kernel, X, "greedy_basis")  # se(x) >= 0 needs a PSD kernel
     kernel = solver_kernel(kernel, backend, device)
     resident(kernel, X)
     rng = check_random_state(random_state)
@@ -450,7 +450,7 @@ class GreedyBasis(ClassNamePrefixFeaturesOutMixin, OutputContainerMixin, Transfo
         X = check_dask_rows(X, "GreedyBasis")
         client = get_client(owner="GreedyBasis")
         # gamma="scale" reduces X.var() on the workers (one number comes back).
-        self.kernel_ = _checked_kernel(self, X)
+        self.kernel_ = checked_kernel(self, X)
         rng = check_random_state(self.random_state)
         first = int(rng.randint(X.shape[0])) if self.init == "random" else None
         if self.pivoting != "greedy":
@@ -478,7 +478,7 @@ class GreedyBasis(ClassNamePrefixFeaturesOutMixin, OutputContainerMixin, Transfo
 
     def _fit(self, X):  # reached through fit, fit_transform, partial_fit (``_fit_context``)
         X = validate_X(self, X)
-        self.kernel_ = _checked_kernel(self, X)
+        self.kernel_ = checked_kernel(self, X)
         rng = check_random_state(self.random_state)
         engine = solver_kernel(self.kernel_, self.backend)
         resident(engine, X)
@@ -624,7 +624,9 @@ def resolve_n_basis(n_basis, n_samples, owner):
                      f"the range (0, 1]. Got {n_basis!r} instead.")
 
 
-def _check_basis_not_empty(basis, owner):
+def check_basis_not_empty(basis, owner):
+    """Refuse a fitted :class:`GreedyBasis` that selected no vector (every residual below
+    ``tol``), with a hint."""
     if basis.n_basis_ == 0:
         raise ValueError(
             f"{owner}: the greedy basis is empty, every residual k(x, x) is below "
@@ -632,7 +634,7 @@ def _check_basis_not_empty(basis, owner):
             "rescale X.")
 
 
-def _checked_kernel(kernel, X, owner="GreedyBasis"):
+def checked_kernel(kernel, X, owner="GreedyBasis"):
     """The PSD kernel of an estimator (``kernel`` is the estimator) or a kernel parameter."""
     if isinstance(kernel, BaseEstimator):
         owner = type(kernel).__name__
@@ -654,3 +656,8 @@ def _stream(state, random_state):
     rng.set_state(("MT19937", np.asarray(state["key"], dtype=np.uint32), int(state["pos"]),
                    int(state["has_gauss"]), float(state["cached_gaussian"])))
     return rng
+
+
+# The dask module (approx/distributed.py) still imports the former private names.
+_checked_kernel = checked_kernel
+_check_basis_not_empty = check_basis_not_empty

@@ -22,7 +22,7 @@ from sklearn.svm import SVC, LinearSVC
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._constraints import KERNEL, NON_NEGATIVE, POSITIVE, POSITIVE_INT, RANDOM_STATE
-from ..approx.greedy import GreedyBasis, _check_basis_not_empty, _checked_kernel
+from ..approx.greedy import GreedyBasis, check_basis_not_empty, checked_kernel
 from ..expansion import KernelExpansion
 from ..parallel import is_dask_array
 from ..persistence import register, spec
@@ -268,7 +268,7 @@ class ApproxSVC(BinaryExpansionClassifier):
         self.classes_, ys = binary_targets(y, "ApproxSVC", X.shape[0])
         n = X.shape[0]
         m = resolve_n_basis(self.n_basis, n, "ApproxSVC")
-        self.kernel_ = _checked_kernel(self, X)
+        self.kernel_ = checked_kernel(self, X)
         basis = GreedyBasis(n_basis=m, tol=self.tol, kernel=self.kernel_, init=self.init,
                             random_state=self.random_state)
         extra = 0
@@ -281,7 +281,7 @@ class ApproxSVC(BinaryExpansionClassifier):
             basis.basis_indices_ = sv[basis.basis_indices_]
             Gamma = basis.transform(X)
             extra += n * basis.n_basis_
-        _check_basis_not_empty(basis, "ApproxSVC")
+        check_basis_not_empty(basis, "ApproxSVC")
         info = {}
         w, b, support, n_dot = linear_svm_on_coordinates(Gamma, ys, C, solver=self.solver,
                                                          max_iter=max_iter,

@@ -41,7 +41,7 @@ from .._constraints import BOOLEAN, KERNEL, NON_NEGATIVE, POSITIVE_INT, RANDOM_S
 from ..expansion import KernelExpansion
 from ..kernels import estimator_kernel
 from ..parallel import dask_rowwise, is_dask_array
-from ..preimage import _normalise_method, preimage
+from ..preimage import normalise_method, preimage
 from ..utils._deprecation import keyword_only_args
 from ..utils.validation import OutputContainerMixin, check_scalar, validate_X
 
@@ -420,7 +420,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, OutputContainerMixin, Transform
         result. A dask array is refused (``TypeError``), never computed on the client.
         """
         check_is_fitted(self)
-        _normalise_method(method, "KernelPCA.inverse_transform")
+        normalise_method(method, "KernelPCA.inverse_transform")
         from ..utils.validation import check_array
 
         B = check_array(X, "X", dtype=np.float64)
@@ -457,7 +457,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, OutputContainerMixin, Transform
             ``z`` of shape (n_samples, n_features) holds the denoised points;
             ``rho`` the achieved ``||P_n Phi(x) - Phi(z)||^2`` (eq. 41).
         """
-        _normalise_method(method, "KernelPCA.denoise")
+        normalise_method(method, "KernelPCA.denoise")
         if is_dask_array(X):
             # The pre-image solver's restarts draw from one random stream for all rows,
             # so a chunk-wise result would depend on the chunking: refuse rather than

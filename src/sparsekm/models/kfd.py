@@ -35,7 +35,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._constraints import KERNEL, NON_NEGATIVE, POSITIVE_INT, RANDOM_STATE
 from ..approx.fisher import approx_kfd_fit, fisher_scatter, fisher_threshold, kfd_path, kfd_solve
-from ..approx.greedy import GreedyBasis, _check_basis_not_empty, _checked_kernel
+from ..approx.greedy import GreedyBasis, check_basis_not_empty, checked_kernel
 from ..expansion import KernelExpansion
 from ..parallel import is_dask_array
 from ..persistence import register, spec
@@ -122,7 +122,7 @@ class KernelFisherDiscriminant(BinaryExpansionClassifier):
         C = _check_C(self.C, "KernelFisherDiscriminant")
         X = validate_X(self, X)
         self.classes_, ys = binary_targets(y, "KernelFisherDiscriminant", X.shape[0])
-        self.kernel_ = _checked_kernel(self, X)
+        self.kernel_ = checked_kernel(self, X)
         K = self.kernel_(X).astype(np.float64, copy=False)
         N, d, means = fisher_scatter(K, ys)
         coef = kfd_solve(N, d, C)
@@ -224,11 +224,11 @@ class ApproxKFD(BinaryExpansionClassifier):
         X = validate_X(self, X)
         self.classes_, ys = binary_targets(y, "ApproxKFD", X.shape[0])
         m = resolve_n_basis(self.n_basis, X.shape[0], "ApproxKFD")
-        self.kernel_ = _checked_kernel(self, X)
+        self.kernel_ = checked_kernel(self, X)
         basis = GreedyBasis(n_basis=m, tol=self.tol, kernel=self.kernel_, init=self.init,
                             random_state=self.random_state)
         Gamma = basis.fit_transform(X)
-        _check_basis_not_empty(basis, "ApproxKFD")
+        check_basis_not_empty(basis, "ApproxKFD")
         coef, b = approx_kfd_fit(Gamma, basis.cholesky_, ys, C)
         self.basis_ = basis
         self.coef_ = coef

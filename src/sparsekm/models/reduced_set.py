@@ -23,7 +23,7 @@ from .._constraints import BACKEND, BOOLEAN, N_JOBS, NON_NEGATIVE, POSITIVE_INT,
 from ..expansion import KernelExpansion
 from ..parallel import dask_rowwise
 from ..reduced_set import refit_intercept
-from ..reduced_set.reduction import _check_applicable, _check_method, reduce_expansion
+from ..reduced_set.reduction import check_applicable, check_method, reduce_expansion
 from ..utils._deprecation import keyword_only_args
 from ..utils.validation import check_scalar, validate_X
 
@@ -58,8 +58,8 @@ _COMMON_CONSTRAINTS = {
 class _ReducedSetBase(BaseEstimator):
     def _validate_common(self, owner):
         check_scalar(self.n_vectors, "n_vectors", owner, kind="int", lower=1)
-        _check_method(self.method, owner)
-        _check_applicable(self.method, self.c, self.lam, self.refine_max_iter, self.n_sweeps,
+        check_method(self.method, owner)
+        check_applicable(self.method, self.c, self.lam, self.refine_max_iter, self.n_sweeps,
                           self.step, owner)
         if self.shared not in (True, False, "auto"):
             raise ValueError(

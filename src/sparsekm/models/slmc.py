@@ -49,7 +49,7 @@ from ..expansion import KernelExpansion
 from ..kernels import estimator_kernel
 from ..parallel import dask_rowwise, parallel_map
 from ..persistence import register, spec
-from ..sparse_learning.fixed_z import _check_Z, _solve_features
+from ..sparse_learning.fixed_z import check_Z, solve_features
 from ..utils._deprecation import keyword_only_args
 from ..utils.progress import progress
 from ..utils.validation import check_array, check_scalar, validate_X
@@ -212,7 +212,7 @@ class _DirectSparseBase(ClassifierMixin, BaseEstimator):
         uniq = sparse_learning.unique_rows(X)
         n_vectors = self._check_n_vectors(uniq.size)
         if not isinstance(init, str):
-            Z0 = _check_Z(init, X.shape[1])
+            Z0 = check_Z(init, X.shape[1])
             if Z0.shape[0] != n_vectors:
                 raise ValueError(
                     f"init has {Z0.shape[0]} rows but n_vectors={n_vectors}; an initial Z must "
@@ -481,7 +481,7 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
         T = sparse_learning.whitening_transform(engine(res.Z), on_singular="pinv")
         F = (T @ engine(res.Z, Xu)).T
         for (_, yc, wc), warm in zip(problems, res.solution, strict=True):
-            sol = _solve_features(F, T, yc, float(self.C), tol=1e-6, warm_start=warm.alpha,
+            sol = solve_features(F, T, yc, float(self.C), tol=1e-6, warm_start=warm.alpha,
                                   sample_weight=wc, solver="auto", features="whitened")
             betas.append(sol.beta)
             bs.append(sol.intercept)
@@ -823,7 +823,7 @@ class ModifiedRS(_DirectSparseBase):
         """The given ``Z``, or ``(n_vectors, seed)`` of the RS construction."""
         if self.Z is not None:
             Z = self.Z[k] if isinstance(self.Z, (list, tuple)) else self.Z
-            return _check_Z(Z, X.shape[1])
+            return check_Z(Z, X.shape[1])
         n_vectors = self._check_n_vectors(sparse_learning.unique_rows(X).size)
         return n_vectors, rng.randint(2**31 - 1)
 

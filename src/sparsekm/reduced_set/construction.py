@@ -26,14 +26,14 @@ from ._base import ReducedSetResult, _check_expansion, _coef2d, _solve_kz
 from ._one_term import one_term_gaussian, one_term_shared, row_blocks
 from .selection import _warn_more_than_terms
 
-__all__ = ["construct", "refine", "phase2_objective"]
+__all__ = ["construct", "refine", "phase2_objective", "construct_block", "STEP_TOL"]
 
 #: Above this many expansion vectors, start candidates are scored on a random subset.
 _MAX_CANDIDATES = 4000
 #: Relative step tolerance of each one-term solve. The one-term objective is flat at its
 #: maximum (quadratic in the step), so 1e-4 changes it by ~1e-8 relative while needing
 #: far fewer fixed-point iterations than 1e-8.
-_STEP_TOL = 1e-4
+STEP_TOL = 1e-4
 #: Gaussian kernels use the batched fixed point of
 #: :func:`~sparsekm.reduced_set._one_term.one_term_gaussian`: single-precision GEMMs, stopped
 #: on the relative change of the one-term objective (eq. 18) instead of the step size, with
@@ -177,7 +177,7 @@ def _orthogonal_step(kernel, Y, G, Zo, Kzo, candidates):
     return candidates[best], int(res.nit)
 
 
-def _construct_block(kernel, X, A, n_vectors, *, n_init, max_iter, tol_step, tol, rng,
+def construct_block(kernel, X, A, n_vectors, *, n_init, max_iter, tol_step, tol, rng,
                      Kxx, show_progress, desc, n_sweeps=0, step="one-term"):
     """Phase 1 for coefficient matrix ``A`` (n_terms, n_out) sharing one set of ``z``."""
     N, d = X.shape
@@ -545,9 +545,9 @@ def _construct(expansion, kernel, X, A_all, n_vectors, shared, refine, tol, n_in
             continue
         Kg = kernel(Xg)
         desc = f"RS construct (output {grp[0]})" if len(groups) > 1 else "RS construct"
-        Z, B, path, norm2, nit, sweeps = _construct_block(
+        Z, B, path, norm2, nit, sweeps = construct_block(
             kernel, Xg, Ag, min(n_vectors, rows.size if len(grp) == 1 else n_vectors),
-            n_init=n_init, max_iter=max_iter, tol_step=_STEP_TOL, tol=tol, rng=rng, Kxx=Kg,
+            n_init=n_init, max_iter=max_iter, tol_step=STEP_TOL, tol=tol, rng=rng, Kxx=Kg,
             show_progress=progress, desc=desc, n_sweeps=n_sweeps, step=step)
         phase1.append(path[-1])
         sweep_paths.append(sweeps)

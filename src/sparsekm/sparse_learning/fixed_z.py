@@ -44,6 +44,9 @@ __all__ = [
     "unique_rows",
     "aggregate_duplicates",
     "SingularKzError",
+    "check_C",
+    "check_Z",
+    "solve_features",
 ]
 
 # K^z is treated as singular when lambda_min < _RCOND * lambda_max.
@@ -86,7 +89,7 @@ _RETRY_DAMP = (0, 0.2, 3)
 #: after convergence, the previous behaviour).
 _IPM_EARLY = (1e-3, 1e-4, 1e-5, 1e-6, 1e-8, 1e-10)
 #: Iteration cap ``max(a, b * n_samples)`` of the libsvm cold start (``cold="libsvm"`` of
-#: :func:`_solve_features`; SLMC's first L-BFGS evaluation); past it the interior point runs.
+#: :func:`solve_features`; SLMC's first L-BFGS evaluation); past it the interior point runs.
 _COLD_LIBSVM_ITER = (10_000, 5)
 #: ``False`` restores the interior point on all samples (the benchmarks' "before").
 _WORKING_SET = True
@@ -640,9 +643,9 @@ def fixed_z_svm(X, y, Z, kernel, C, *, features="whitened", tol=1e-5, on_singula
     if not isinstance(kernel, Kernel | DeviceKernel):
         raise TypeError(f"kernel must be a sparsekm.kernels.Kernel; got {type(kernel).__name__}.")
     kernel = solver_kernel(kernel, backend, device)
-    C = _check_C(C, "fixed_z_svm")
+    C = check_C(C, "fixed_z_svm")
     X = check_array(X, "X")
-    Z = _check_Z(Z, X.shape[1])
+    Z = check_Z(Z, X.shape[1])
     y = np.asarray(y, dtype=float)
     if y.shape != (X.shape[0],) or not np.isin(y, (-1.0, 1.0)).all():
         raise ValueError(f"y must be a (n_samples,) = ({X.shape[0]},) array of -1/+1 labels.")
@@ -656,7 +659,7 @@ def fixed_z_svm(X, y, Z, kernel, C, *, features="whitened", tol=1e-5, on_singula
     else:
         T = None
         F = Kzx.T
-    return _solve_features(F, T, y, C, tol=tol, warm_start=warm_start,
+    return solve_features(F, T, y, C, tol=tol, warm_start=warm_start,
                            sample_weight=sample_weight, solver=solver, features=features)
 
 
@@ -676,7 +679,7 @@ def _polish(F, y, C, method, solved):
     return (solved, method) if polished is None else (polished, method + "+active-set")
 
 
-def _solve_features(F, T, y, C, *, tol, warm_start, sample_weight, solver, features,
+def solve_features(F, T, y, C, *, tol, warm_start, sample_weight, solver, features,
                     cold="ipm"):
     """The inner SVM of :func:`fixed_z_svm` on given features ``F = (T K^{zx})^T``.
 
@@ -744,11 +747,15 @@ def _solve_features(F, T, y, C, *, tol, warm_start, sample_weight, solver, featu
                           features=features, extra={"method": method})
 
 
-def _check_C(C, owner):
+def check_C(C, owner):
+    """The trade-off ``C > 0`` of the SVM for fixed ``Z`` (eq. 28), as a float; a
+    ValueError naming ``owner`` otherwise."""
     return check_scalar(C, "C", owner, lower=0.0, lower_inclusive=False)
 
 
-def _check_Z(Z, n_features, name="Z"):
+def check_Z(Z, n_features, name="Z"):
+    """The expansion vectors ``Z`` as a finite 2-D float array with ``n_features`` columns
+    (a ValueError naming ``name`` otherwise)."""
     Z = check_array(Z, name)
     if Z.shape[1] != n_features:
         raise ValueError(f"{name} has {Z.shape[1]} features, but X has {n_features}.")
