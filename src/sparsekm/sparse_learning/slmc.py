@@ -154,12 +154,6 @@ def _restarts(fun, starts, max_iter, tol, callback, warm):
 
 
 # -- shared expansion vectors for several binary problems (multi-class SLMC) -----------
-#: Cold inner solver of the shared optimiser's first evaluation (see
-#: ``fixed_z.solve_features``): ``"libsvm"`` (capped, polished to the exact KKT point)
-#: or ``"ipm"`` (the interior point, the previous path).
-_COLD = "libsvm"
-
-
 def _check_problems(problems, owner):
     """Validate ``[(X_c, y_c[, sample_weight_c]), ...]``; returns a list of 3-tuples."""
     problems = list(problems)
@@ -301,7 +295,7 @@ def slmc_shared_optimize(problems, Z0, kernel, C, *, max_iter=100, tol=1e-6, svm
 
     def fun(Z):
         value, grad, sols = _shared_value_grad(problems, Z, kernel, C, warm["alpha"],
-                                               solver=solver, svm_tol=svm_tol, cold=_COLD)
+                                               solver=solver, svm_tol=svm_tol, cold="libsvm")
         if warm_start:
             warm["alpha"] = [s.alpha for s in sols]
         return value, grad, sols
