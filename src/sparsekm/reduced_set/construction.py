@@ -55,9 +55,9 @@ _POLISH_MAX_ITER = 50
 _Q_FLOOR = 1e-6
 _STEPS = ("one-term", "orthogonal")
 #: Phase 2 stops when _REFINE_PATIENCE consecutive L-BFGS iterations each change
-#: ``sum_k ||Psi_k - Psi'_k||^2`` by at most _REFINE_TOL relative. Previously it ran to
-#: scipy's ``ftol = 1e-14`` (in practice to ``max_iter``); on USPS at 250 vectors the test
-#: error is flat after ~25 iterations while the 300 iterations cost more than phase 1.
+#: ``sum_k ||Psi_k - Psi'_k||^2`` by at most _REFINE_TOL relative: the test error stops
+#: moving long before scipy's ``ftol`` would stop L-BFGS (in practice at ``max_iter``),
+#: and the remaining iterations cost more than phase 1 (measurements: CHANGELOG, issue 25).
 _REFINE_TOL = 1e-3
 _REFINE_PATIENCE = 3
 
@@ -425,8 +425,8 @@ def construct(expansion, n_vectors, *, shared=None, refine=False, tol=0.0, n_ini
         L-BFGS iterations of phase 2.
     refine_tol : float >= 0, default=1e-3
         Phase 2 stops once three consecutive L-BFGS iterations each change the objective
-        by at most ``refine_tol`` relative (see :func:`refine`); ``1e-14`` restores the
-        previous behaviour (in practice ``refine_max_iter`` iterations).
+        by at most ``refine_tol`` relative (see :func:`refine`); ``1e-14`` in practice
+        runs ``refine_max_iter`` iterations.
     n_sweeps : int >= 0, default=0
         Backfitting sweeps after phase 1 (not in the papers): each ``z_j`` in turn is
         re-solved as the one-term approximation of the residual of all other vectors
@@ -606,8 +606,8 @@ def refine(expansion, reduced, *, max_iter=300, tol=_REFINE_TOL):
         L-BFGS stops once three consecutive iterations each have a relative change of
         the objective, ``(f_{k-1} - f_k) / max(|f_{k-1}|, |f_k|)``, of at most ``tol``
         (:func:`~sparsekm.utils.optimize.lbfgs_relative`; scale-free, unlike scipy's
-        ``ftol``, which is an absolute test for objectives below one). ``1e-14`` restores
-        the previous behaviour (in practice ``max_iter`` iterations).
+        ``ftol``, which is an absolute test for objectives below one). ``1e-14`` in
+        practice runs ``max_iter`` iterations.
 
     Returns
     -------
