@@ -180,9 +180,9 @@ def solvers(name, data_path, work, s, k, seed):
 
     from sparsekm.approx.randomized import (
         ThreadedCSROperator,
-        _single_threaded_blas,
         davis_kahan_residual_bound,
         estimate_error_norm,
+        single_threaded_blas,
         sparsify_gram,
     )
     from sparsekm.kernels import RBF
@@ -208,7 +208,7 @@ def solvers(name, data_path, work, s, k, seed):
         (work / "sparse_nm_iter.json").write_text(
             json.dumps({"n_iter": out["oi_noise_matched"]["n_iter"]}))
         fast64 = ThreadedCSROperator(A, n_threads=2)
-        with _single_threaded_blas():  # the operator brings its own 2 threads
+        with single_threaded_blas():  # the operator brings its own 2 threads
             w, V, dt, n_mv = _eigsh(fast64, k + 1, seed)
         out["eigsh_strict_threaded"] = {"solve_s": dt, "n_matvec": n_mv,
                                         "n_threads": fast64.n_threads}
@@ -322,7 +322,7 @@ def products(data_path, s, k, seed, rounds=5):
     """
     from sparsekm.approx.randomized import (
         ThreadedCSROperator,
-        _single_threaded_blas,
+        single_threaded_blas,
         sparsify_gram,
     )
     from sparsekm.kernels import RBF
@@ -342,7 +342,7 @@ def products(data_path, s, k, seed, rounds=5):
                 t0 = time.perf_counter()
                 A @ Q
             else:
-                with _single_threaded_blas():
+                with single_threaded_blas():
                     t0 = time.perf_counter()
                     A @ Q
             times[name].append(time.perf_counter() - t0)

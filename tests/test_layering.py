@@ -98,3 +98,25 @@ def test_direct_alias_is_deprecated():
     from sparsekm import sparse_learning
 
     assert direct.slmc_shared_optimize is sparse_learning.slmc_shared_optimize
+    # the alias re-exports the public API only, no private helper
+    assert [n for n in vars(direct) if n.startswith("_") and not n.startswith("__")] == []
+
+
+def test_version_lives_in_a_leaf_module():
+    # the persistence layer and the provenance stamp read the version without importing
+    # the package: ``_version`` imports nothing
+    import sparsekm
+    from sparsekm import _version
+
+    assert list(_imports(SRC / "_version.py")) == []
+    assert sparsekm.__version__ == _version.__version__
+
+
+@pytest.mark.parametrize("low, high", [("config.py", "sparsekm.backend"),
+                                       ("_constraints.py", "sparsekm.kernels._STRING_KERNELS"),
+                                       ("_provenance.py", "sparsekm.__init__")])
+def test_foundation_does_not_import_up(low, high):
+    names = {name for _, name in _imports(SRC / low)}
+    assert high not in names and not any(n.startswith(high + ".") for n in names)
+    if high == "sparsekm.__init__":  # ``from . import __version__`` names the package
+        assert "sparsekm.__version__" not in names

@@ -5,9 +5,9 @@ the package versions, the BLAS library and the compute kernel it chose (threadpo
 numpy's own SIMD dispatch (:func:`numpy_cpu_features`), the thread counts and the load.
 :func:`numpy_cpu_features` is also part of the reproduction cache's key
 (:mod:`sparsekm.reproduce._cache`): with numpy's AVX-512 loops off, sums round
-differently and 67 of 90 Banana RS/MRS runs changed (issue 38).
+differently and the reproduced results change (measurement: CHANGELOG, issue 38).
 
-Bottom layer: imports nothing of sparsekm but its version.
+Bottom layer: imports nothing of sparsekm but its version (:mod:`sparsekm._version`).
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def _versions():
     import scipy
     import sklearn
 
-    from . import __version__
+    from ._version import __version__
 
     out = {"python": platform.python_version(), "sparsekm": __version__,
            "numpy": numpy.__version__, "scipy": scipy.__version__,

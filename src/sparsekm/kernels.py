@@ -50,12 +50,13 @@ from typing import NamedTuple
 import numpy as np
 
 from .backend import array_namespace, check_tensor, resolve_backend
-from .config import _single_threaded_blas, effective_n_threads
+from .config import effective_n_threads, single_threaded_blas
 from .utils._random import as_generator as _as_generator
 from .utils.validation import check_array, check_scalar
 
 __all__ = [
     "Kernel",
+    "KERNEL_NAMES",
     "WeightedSums",
     "RadialKernel",
     "DotProductKernel",
@@ -74,8 +75,7 @@ __all__ = [
 ]
 
 # Entries of one kernel block (float64: 4 MiB). Blocks that stay in cache keep the
-# element-wise passes after the GEMM (norms, exp) cheap: measured on USPS (d = 256,
-# 2640 vectors), 2**19 entries ran about twice as fast as 2**22.
+# element-wise passes after the GEMM (norms, exp) cheap (measurement: CHANGELOG, issue 35).
 DEFAULT_BLOCK_ELEMENTS = 2**19
 MIN_BLOCK_ROWS = 16
 
@@ -140,7 +140,7 @@ def _run_blocks(n_rows, step, work, xp, reduce=None):
         finally:
             _local.in_pool = False
 
-    with _single_threaded_blas(), ThreadPoolExecutor(n_threads) as pool:
+    with single_threaded_blas(), ThreadPoolExecutor(n_threads) as pool:
         pending = deque()
         for rows in slices:
             pending.append(pool.submit(task, rows))
@@ -1040,6 +1040,9 @@ _STRING_KERNELS = {
     "linear": Linear,
     "imq": InverseMultiquadric,
 }
+
+#: The names a string ``kernel`` may take (any case), as :func:`resolve_kernel` reads them.
+KERNEL_NAMES = tuple(sorted(_STRING_KERNELS))
 
 
 def resolve_kernel(kernel, X=None, owner="estimator", *, gamma="scale", degree=3, coef0=0.0):

@@ -58,6 +58,7 @@ __all__ = [
     "exact_dot_product",
     "preimage",
     "preimage_objective",
+    "normalise_method",
 ]
 
 # |denominator| below this fraction of sum_i |gamma_i k'(r2_i)| counts as vanishing.
@@ -601,7 +602,9 @@ def exact_dot_product(expansion):
 _METHODS = ("auto", "fixed-point", "gradient", "exact")
 
 
-def _normalise_method(method, owner="preimage"):
+def normalise_method(method, owner="preimage"):
+    """A pre-image method's canonical name (any case, ``_`` or ``-``); a ValueError
+    naming ``owner`` for an unknown one."""
     if not isinstance(method, str) or method.replace("_", "-").lower() not in _METHODS:
         raise ValueError(
             f"The 'method' parameter of {owner} must be one of {list(_METHODS)}. "
@@ -629,7 +632,7 @@ def preimage(expansion, method="auto", **kwargs):
     -------
     PreimageResult
     """
-    method = _normalise_method(method)
+    method = normalise_method(method)
     if method == "fixed-point":
         return fixed_point(expansion, **kwargs)
     if method == "gradient":

@@ -17,14 +17,16 @@ from numbers import Integral, Real
 
 import numpy as np
 from scipy.linalg import solve_triangular
+from sklearn.base import _fit_context
 from sklearn.svm import SVC, LinearSVC
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._constraints import KERNEL, NON_NEGATIVE, POSITIVE, POSITIVE_INT, RANDOM_STATE
-from ..approx.greedy import GreedyBasis, _check_basis_not_empty, _checked_kernel
+from ..approx.greedy import GreedyBasis, check_basis_not_empty, checked_kernel
 from ..expansion import KernelExpansion
 from ..parallel import is_dask_array
 from ..persistence import register, spec
+from ..utils._deprecation import keyword_only_args
 from ..utils.validation import check_scalar, validate_X
 from ._base import (
     BINARY_PERSIST_ATTRS,
@@ -235,7 +237,8 @@ class ApproxSVC(BinaryExpansionClassifier):
         "solver": [StrOptions(set(_SOLVERS))], "init": [StrOptions({"random", "max-diag"})],
         "random_state": RANDOM_STATE, "max_iter": [Interval(Integral, -1, None, closed="left")]}
 
-    def __init__(self, C=1.0, n_basis=0.1, tol=1e-3, kernel=None, basis="greedy", solver="smo",
+    @keyword_only_args
+    def __init__(self, *, C=1.0, n_basis=0.1, tol=1e-3, kernel=None, basis="greedy", solver="smo",
                  init="random", random_state=None, max_iter=-1,
                  gamma="scale", degree=3, coef0=0.0):
         self.C = C
@@ -251,6 +254,7 @@ class ApproxSVC(BinaryExpansionClassifier):
         self.random_state = random_state
         self.max_iter = max_iter
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Approximate the training set, train the linear SVM on ``Gamma``, map back."""
         C = check_scalar(self.C, "C", "ApproxSVC", lower=0.0, lower_inclusive=False)
@@ -270,7 +274,7 @@ class ApproxSVC(BinaryExpansionClassifier):
         self.classes_, ys = binary_targets(y, "ApproxSVC", X.shape[0])
         n = X.shape[0]
         m = resolve_n_basis(self.n_basis, n, "ApproxSVC")
-        self.kernel_ = _checked_kernel(self, X)
+        self.kernel_ = checked_kernel(self, X)
         basis = GreedyBasis(n_basis=m, tol=self.tol, kernel=self.kernel_, init=self.init,
                             random_state=self.random_state)
         extra = 0
@@ -283,7 +287,7 @@ class ApproxSVC(BinaryExpansionClassifier):
             basis.basis_indices_ = sv[basis.basis_indices_]
             Gamma = basis.transform(X)
             extra += n * basis.n_basis_
-        _check_basis_not_empty(basis, "ApproxSVC")
+        check_basis_not_empty(basis, "ApproxSVC")
         info = {}
         w, b, support, n_dot = linear_svm_on_coordinates(Gamma, ys, C, solver=self.solver,
                                                          max_iter=max_iter,

@@ -27,7 +27,7 @@ import warnings
 from numbers import Integral
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -50,7 +50,8 @@ from ..expansion import KernelExpansion
 from ..kernels import estimator_kernel
 from ..parallel import dask_rowwise, parallel_map
 from ..persistence import register, spec
-from ..sparse_learning.fixed_z import _check_Z, _solve_features
+from ..sparse_learning.fixed_z import check_Z, solve_features
+from ..utils._deprecation import keyword_only_args
 from ..utils.progress import progress
 from ..utils.validation import check_array, check_scalar, validate_X
 
@@ -148,6 +149,7 @@ class _DirectSparseBase(ClassifierMixin, BaseEstimator):
         return n_vectors
 
     # -- fitting ---------------------------------------------------------------------
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Fit the classifier.
 
@@ -220,7 +222,7 @@ class _DirectSparseBase(ClassifierMixin, BaseEstimator):
         uniq = sparse_learning.unique_rows(X)
         n_vectors = self._check_n_vectors(uniq.size)
         if not isinstance(init, str):
-            Z0 = _check_Z(init, X.shape[1])
+            Z0 = check_Z(init, X.shape[1])
             if Z0.shape[0] != n_vectors:
                 raise ValueError(
                     f"init has {Z0.shape[0]} rows but n_vectors={n_vectors}; an initial Z must "
@@ -396,7 +398,8 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
         "verbose": ["verbose"], "shared": BOOLEAN, "backend": BACKEND,
         "n_init": [Interval(Integral, 1, None, closed="left")]}
 
-    def __init__(self, n_vectors=10, C=1.0, kernel=None, init="random", max_iter=100, tol=1e-6,
+    @keyword_only_args
+    def __init__(self, n_vectors=10, *, C=1.0, kernel=None, init="random", max_iter=100, tol=1e-6,
                  random_state=None, verbose=False, n_jobs=None,
                  gamma="scale", degree=3, coef0=0.0, shared=False, backend=None, n_init=1):
         self.n_init = n_init
@@ -415,6 +418,7 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
         self.shared = shared
         self.backend = backend
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, *, callback=None, deadline=None):
         """Fit the classifier.
 
@@ -487,7 +491,7 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
         T = sparse_learning.whitening_transform(engine(res.Z), on_singular="pinv")
         F = (T @ engine(res.Z, Xu)).T
         for (_, yc, wc), warm in zip(problems, res.solution, strict=True):
-            sol = _solve_features(F, T, yc, float(self.C), tol=1e-6, warm_start=warm.alpha,
+            sol = solve_features(F, T, yc, float(self.C), tol=1e-6, warm_start=warm.alpha,
                                   sample_weight=wc, solver="auto", features="whitened")
             betas.append(sol.beta)
             bs.append(sol.intercept)
@@ -614,7 +618,8 @@ class SparseKFD(_DirectSparseBase):
         "max_iter": [Interval(Integral, 0, None, closed="left")], "tol": NON_NEGATIVE,
         "verbose": ["verbose"]}
 
-    def __init__(self, n_vectors=10, C=1.0, mu=1.0, kernel=None, init="kmeans", max_iter=100,
+    @keyword_only_args
+    def __init__(self, n_vectors=10, *, C=1.0, mu=1.0, kernel=None, init="kmeans", max_iter=100,
                  tol=1e-6, random_state=None, verbose=False, n_jobs=None,
                  gamma="scale", degree=3, coef0=0.0):
         self.n_vectors = n_vectors
@@ -708,7 +713,8 @@ class RSVM(_FixedZClassifier):
     # Checked by sparsekm.load on every parameter read from a file.
     _parameter_constraints = _CONSTRAINTS
 
-    def __init__(self, n_vectors=10, C=1.0, kernel=None, random_state=None, n_jobs=None,
+    @keyword_only_args
+    def __init__(self, n_vectors=10, *, C=1.0, kernel=None, random_state=None, n_jobs=None,
                  gamma="scale", degree=3, coef0=0.0):
         self.n_vectors = n_vectors
         self.C = C
@@ -752,7 +758,8 @@ class ModifiedRSVM(_FixedZClassifier):
     # Checked by sparsekm.load on every parameter read from a file.
     _parameter_constraints = _CONSTRAINTS
 
-    def __init__(self, n_vectors=10, C=1.0, kernel=None, random_state=None, n_jobs=None,
+    @keyword_only_args
+    def __init__(self, n_vectors=10, *, C=1.0, kernel=None, random_state=None, n_jobs=None,
                  gamma="scale", degree=3, coef0=0.0):
         self.n_vectors = n_vectors
         self.C = C
@@ -810,7 +817,8 @@ class ModifiedRS(_DirectSparseBase):
     _parameter_constraints = {
         **_CONSTRAINTS, "Z": ["array-like", list, None]}
 
-    def __init__(self, n_vectors=10, C=1.0, kernel=None, Z=None, random_state=None,
+    @keyword_only_args
+    def __init__(self, n_vectors=10, *, C=1.0, kernel=None, Z=None, random_state=None,
                  n_jobs=None,
                  gamma="scale", degree=3, coef0=0.0):
         self.n_vectors = n_vectors
@@ -827,7 +835,7 @@ class ModifiedRS(_DirectSparseBase):
         """The given ``Z``, or ``(n_vectors, seed)`` of the RS construction."""
         if self.Z is not None:
             Z = self.Z[k] if isinstance(self.Z, (list, tuple)) else self.Z
-            return _check_Z(Z, X.shape[1])
+            return check_Z(Z, X.shape[1])
         n_vectors = self._check_n_vectors(sparse_learning.unique_rows(X).size)
         return n_vectors, rng.randint(2**31 - 1)
 

@@ -17,11 +17,11 @@ from ..utils.threads import small_solve_threads
 from ..utils.validation import check_array
 from ._lbfgs import OptimizeResult, _lbfgs_over_Z, best_of_restarts
 from .fixed_z import (
-    _check_C,
-    _check_Z,
-    _solve_features,
     aggregate_duplicates,
+    check_C,
+    check_Z,
     fixed_z_svm,
+    solve_features,
     whitening_transform,
 )
 
@@ -125,7 +125,7 @@ def slmc_optimize(X, y, Z0, kernel, C, *, max_iter=100, tol=1e-6, svm_tol=1e-4, 
         (``W`` at the start and after every L-BFGS iteration; non-increasing).
     """
     X, y, counts = aggregate_duplicates(X, y)
-    starts = [_check_Z(z, X.shape[1], "Z0") for z in _starts(Z0)]
+    starts = [check_Z(z, X.shape[1], "Z0") for z in _starts(Z0)]
     weights = None if np.all(counts == 1) else counts
     warm = {"alpha": None}
     kernel = solver_kernel(kernel, backend, device)
@@ -166,12 +166,6 @@ def _restarts(fun, starts, max_iter, tol, callback, warm, deadline=None):
 
 
 # -- shared expansion vectors for several binary problems (multi-class SLMC) -----------
-#: Cold inner solver of the shared optimiser's first evaluation (see
-#: ``fixed_z._solve_features``): ``"libsvm"`` (capped, polished to the exact KKT point)
-#: or ``"ipm"`` (the interior point, the previous path).
-_COLD = "libsvm"
-
-
 def _check_problems(problems, owner):
     """Validate ``[(X_c, y_c[, sample_weight_c]), ...]``; returns a list of 3-tuples."""
     problems = list(problems)
@@ -217,7 +211,7 @@ def _shared_value_grad(problems, Z, kernel, C, warm, *, solver="auto", svm_tol=1
         key = id(Xc)
         if key not in groups:
             groups[key] = [Xc, (T @ kernel(Z, Xc)).T, []]  # whitened features, eq. 41-43
-        sol = _solve_features(groups[key][1], T, yc, C, tol=svm_tol,
+        sol = solve_features(groups[key][1], T, yc, C, tol=svm_tol,
                               warm_start=None if warm is None else warm[c], sample_weight=wc,
                               solver=solver, features="whitened", cold=cold)
         groups[key][2].append(c)
@@ -265,8 +259,8 @@ def slmc_shared_objective(problems, Z, kernel, C, *, solver="auto"):
     problems = _check_problems(problems, "slmc_shared_objective")
     if not isinstance(kernel, Kernel):
         raise TypeError(f"kernel must be a sparsekm.kernels.Kernel; got {type(kernel).__name__}.")
-    C = _check_C(C, "slmc_shared_objective")
-    Z = _check_Z(Z, problems[0][0].shape[1])
+    C = check_C(C, "slmc_shared_objective")
+    Z = check_Z(Z, problems[0][0].shape[1])
     return _shared_value_grad(problems, Z, kernel, C, None, solver=solver, svm_tol=1e-6)
 
 
@@ -304,8 +298,8 @@ def slmc_shared_optimize(problems, Z0, kernel, C, *, max_iter=100, tol=1e-6, svm
     problems = _check_problems(problems, "slmc_shared_optimize")
     if not isinstance(kernel, Kernel | DeviceKernel):
         raise TypeError(f"kernel must be a sparsekm.kernels.Kernel; got {type(kernel).__name__}.")
-    C = _check_C(C, "slmc_shared_optimize")
-    starts = [_check_Z(z, problems[0][0].shape[1], "Z0") for z in _starts(Z0)]
+    C = check_C(C, "slmc_shared_optimize")
+    starts = [check_Z(z, problems[0][0].shape[1], "Z0") for z in _starts(Z0)]
     warm = {"alpha": None}
     kernel = solver_kernel(kernel, backend, device)
     for Xc, _, _ in problems:
@@ -313,7 +307,7 @@ def slmc_shared_optimize(problems, Z0, kernel, C, *, max_iter=100, tol=1e-6, svm
 
     def fun(Z):
         value, grad, sols = _shared_value_grad(problems, Z, kernel, C, warm["alpha"],
-                                               solver=solver, svm_tol=svm_tol, cold=_COLD)
+                                               solver=solver, svm_tol=svm_tol, cold="libsvm")
         if warm_start:
             warm["alpha"] = [s.alpha for s in sols]
         return value, grad, sols
