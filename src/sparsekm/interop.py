@@ -41,6 +41,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .expansion import register_estimator_converter
 from .kernels import RBF, Kernel, Laplacian, Linear, Matern, Polynomial, RationalQuadratic, Sigmoid
 
 __all__ = ["expansion_from_estimator", "classifier_from_estimator", "kernel_from_sklearn",
@@ -423,6 +424,7 @@ def _from_gaussian_process(est):
                            intercept if alpha.ndim == 2 else float(intercept[0]))
 
 
+@register_estimator_converter
 def expansion_from_estimator(estimator):
     """Return the :class:`KernelExpansion` of a fitted scikit-learn estimator.
 

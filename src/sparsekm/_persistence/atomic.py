@@ -13,6 +13,7 @@ import zipfile
 
 import numpy as np
 
+from .._version import __version__
 from .bounds import _MAX_META_BYTES, ALLOCATION_FACTOR, PROJECTION_ALLOWANCE, _projection_bytes
 from .encoder import _Encoder
 from .format import _FORMAT, _META, _SIGNATURE, SCHEMA_VERSION, _check_key, _manifest_tag
@@ -171,8 +172,6 @@ def save(obj, path, *, key=None, force=False):
     OSError
         If writing fails (disk full, ...): the message names ``path``.
     """
-    from .. import __version__
-
     key = _check_key(key)
     path = os.fspath(path)
     if os.path.isdir(path):

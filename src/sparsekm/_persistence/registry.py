@@ -6,10 +6,9 @@ import math
 
 import numpy as np
 
-from .spec import _Attr, spec
+from .spec import _NAMES, _Attr, spec
 
 _CLASSES: dict[str, type] = {}   # stored class name -> class
-_NAMES: dict[type, str] = {}     # class -> stored class name
 
 
 # scikit-learn sets feature_names_in_ when fitted on a DataFrame: allowed everywhere.

@@ -8,6 +8,10 @@ import numpy as np
 
 from .format import _DTYPE_KINDS, FormatError
 
+#: class -> stored class name: the registry of saveable classes (filled by
+#: :mod:`.registry`, read here by the estimator declarations)
+_NAMES: dict[type, str] = {}
+
 
 # -- declarations of fitted state ---------------------------------------------------
 class _Ctx:
@@ -172,8 +176,6 @@ class _Estimator(_Attr):
         self.name, self.n_features = name, n_features
 
     def _check(self, value, ctx):
-        from .registry import _NAMES
-
         if type(value) not in _NAMES or (self.name is not None
                                          and _NAMES[type(value)] != self.name):
             ctx.fail(f"expected a fitted {self.name or 'registered estimator'}, found "
