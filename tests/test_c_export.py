@@ -262,3 +262,30 @@ def test_header_interface(digits):
     assert includes == ["#include <math.h>", '#include "digits_svm.h"']
     assert "malloc" not in src and '"0", "1", "2"' in src
     assert c_parts(SVC().fit(X[:100], y[:100])).n_decision == 10
+
+
+@needs_cc
+def test_cli_export_c(digits, tmp_path, capsys):
+    import sparsekm
+    from sparsekm.cli import main
+
+    X, y, Xt, _ = digits
+    svc = SVC(gamma=0.01).fit(X * 16, y)
+    pipe = Pipeline([("s", StandardScaler().fit(X * 16)),
+                     ("clf", ExpansionClassifier.from_estimator(svc))])
+    sparsekm.save(pipe, tmp_path / "pipe.skm")
+    out = tmp_path / "edge.c"
+    assert main(["export", str(tmp_path / "pipe.skm"), "--format", "c", "-o", str(out),
+                 "--name", "edge", "--precision", "int8"]) == 0
+    assert "edge_predict" in capsys.readouterr().out
+    assert (tmp_path / "edge.h").exists()
+    drv = tmp_path / "driver.c"
+    drv.write_text(c_driver_source("edge.h", "edge"))
+    exe = tmp_path / "drv"
+    subprocess.run([CC, *FLAGS, "-o", str(exe), str(drv), str(out), "-lm"], check=True)
+    idx, _ = run_c(exe, Xt * 16, tmp_path)
+    ref = deployed_model(sparsekm.load(tmp_path / "pipe.skm"), "int8")
+    np.testing.assert_array_equal(svc.classes_[idx], ref.predict(Xt * 16))
+    with pytest.raises(SystemExit):
+        main(["export", str(tmp_path / "pipe.skm"), "--format", "c", "-o", str(out),
+              "--precision", "int4"])
