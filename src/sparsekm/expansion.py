@@ -26,6 +26,9 @@ from .backend import check_tensor, resolve_backend
 from .kernels import Kernel
 from .utils.validation import check_array, check_same_features
 
+# rows up to which predict/decision_function of the classifiers take the fused path
+_FEW_ROWS = 16
+
 __all__ = ["KernelExpansion"]
 
 
@@ -209,6 +212,33 @@ class KernelExpansion:
                                    block_size=block_size, Y_sqnorms=sq, backend="torch")
         out += b
         return xp.to_numpy(out) if to_numpy else out
+
+    def _decision_few_rows(self, X):
+        """The fused numpy path for a few float64 rows, or None where it does not apply.
+
+        ``K(X, Z) @ coef + intercept`` through the kernel's own block routine, without
+        the engine's per-call dispatch (backend, validation, blocks): the same
+        operations as :meth:`decision_function` on one block, so the same numbers.
+        Applies to a C-contiguous float64 ``X`` of at most ``_FEW_ROWS`` finite rows,
+        float64 vectors, a radial or dot-product kernel that does not override the
+        engine, and the numpy backend; callers fall back to
+        :meth:`decision_function` (which validates and raises) on None.
+        """
+        from . import config
+        from .kernels import Kernel, _ProfileKernel
+
+        k = self._kernel
+        if not (type(X) is np.ndarray and X.ndim == 2 and 0 < X.shape[0] <= _FEW_ROWS
+                and X.dtype == np.float64 and X.shape[1] == self.n_features and self.n_terms
+                and self._vectors.dtype == np.float64 and isinstance(k, _ProfileKernel)
+                and type(k).mmv is Kernel.mmv and config._config["backend"] == "numpy"
+                and np.isfinite(X).all()):
+            return None
+        K = k._block_into(X, self._vectors, k._sqnorms(X), self._vector_sqnorms(),
+                          np.empty((X.shape[0], self.n_terms)))
+        out = np.matmul(K, self._coef)
+        out += self._intercept
+        return out
 
     def _operands(self, xp, dtype):
         """Vectors, coefficients, cached squared norms and intercept for one engine.
