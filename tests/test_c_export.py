@@ -177,11 +177,14 @@ def test_scaler_pipeline(digits, tmp_path):
 @needs_cc
 @pytest.mark.parametrize("kernel", [RBF(0.7), Polynomial(3, 1.0, 0.2), Sigmoid(0.05, -0.5),
                                     Linear(), InverseMultiquadric(-0.5)])
-def test_each_kernel_expansion(digits, tmp_path, kernel):
+@pytest.mark.parametrize("precision", ["float32", "float16", "int8"])
+def test_each_kernel_expansion(digits, tmp_path, kernel, precision):
     X, _, Xt, _ = digits
     rng = np.random.default_rng(0)
-    psi = KernelExpansion(X[:40], rng.standard_normal((40, 2)), kernel, [0.25, -0.5])
-    _, dec = check_parity(psi, Xt, tmp_path)
+    psi = KernelExpansion(X[:40] - 0.25, rng.standard_normal((40, 2)), kernel, [0.25, -0.5])
+    _, dec = check_parity(psi, Xt, tmp_path, precision=precision)
+    if precision != "float32":
+        return
     f = psi.decision_function(Xt)
     np.testing.assert_allclose(dec, f, rtol=0, atol=TOL_FLOAT32 * np.abs(f).max())
 
@@ -289,3 +292,18 @@ def test_cli_export_c(digits, tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["export", str(tmp_path / "pipe.skm"), "--format", "c", "-o", str(out),
               "--precision", "int4"])
+
+
+@needs_cc
+def test_float16_bits_convert_exactly(tmp_path):
+    """C's half -> float of 512 values (subnormals, extremes, signs) is exact:
+    with one vector z, the linear kernel and x = e_i, f(e_i) = z_i."""
+    rng = np.random.default_rng(3)
+    special = np.array([0.0, -0.0, 2.0 ** -24, -(2.0 ** -24), 2.0 ** -14, 6.1e-5, 65504.0,
+                        -65504.0, 1.0, -1.0, 0.333, 1e-6, -3e-7], dtype=np.float16)
+    bits = rng.integers(0, 0x7c00, 512 - special.size, dtype=np.uint16)  # finite, positive
+    bits[::2] |= 0x8000
+    z = np.concatenate([special, bits.view(np.float16)]).astype(np.float64)
+    psi = KernelExpansion(z[None, :], [1.0], Linear())
+    _, dec = check_parity(psi, np.eye(z.size), tmp_path, precision="float16")
+    np.testing.assert_array_equal(dec[:, 0].astype(np.float32), z.astype(np.float32))

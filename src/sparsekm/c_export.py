@@ -301,15 +301,14 @@ def _vector_expr(q, P):
 
 
 _HALF = """
-/* IEEE half (binary16) bits to float, with bit operations (finite values only). */
+/* IEEE half (binary16) bits to float with bit operations: the half's exponent and
+   fraction moved into a float's places, then scaled by 2^112 (exact, subnormal halves
+   included); finite values only (the exporter refuses others). */
 static float {P}_half(uint16_t h)
 {{
     union {{ uint32_t u; float f; }} c;
-    uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-    float sign = (h & 0x8000u) ? -1.0f : 1.0f;
-    if (e == 0) return sign * (float)m * 5.9604644775390625e-8f; /* subnormal: m 2^-24 */
-    c.u = ((uint32_t)(h & 0x8000u) << 16) | ((e + 112u) << 23) | (m << 13);
-    return c.f;
+    c.u = ((uint32_t)(h & 0x8000u) << 16) | ((uint32_t)(h & 0x7fffu) << 13);
+    return c.f * 0x1p112f;
 }}
 """
 
@@ -362,17 +361,17 @@ def _expansion_code(parts, q, P, U):
             body.append(f"    for (i = 0; i < {d}; ++i) xs[i] = xs[i] * (R){P}_s{s}_mul[i]"
                         f" + (R){P}_s{s}_add[i];")
     body.append(f"    for (i = 0; i < {m}; ++i) f[i] = (R){P}_intercept[i];")
-    if n:
-        per_vec = q.precision == "int8" and q.scales == "per-vector"
+    per_vec = q.precision == "int8" and q.scales == "per-vector"
+    if per_vec:  # z = s q: sums over the integers q, one scale per vector
+        body += _int8_per_vector_loop(exp.kernel, radial, n, d, m, P, U)
+    else:
         body += [
             f"    for (j = 0; j < {n}; ++j) {{",
             f"        {zdecl} = {P}_vectors + (long)j * {d};",
-            "        R a0 = 0, a1 = 0, a2 = 0, a3 = 0, acc, kv;"
-            + (f"\n        R s = (R){P}_scales[j];" if per_vec else ""),
+            "        R a0 = 0, a1 = 0, a2 = 0, a3 = 0, acc, kv;",
             f"        for (i = 0; i + 3 < {d}; i += 4) {{"]
         for k in range(4):
-            t = _shift_term(radial, zexpr, k)
-            body.append(f"            a{k} += {t};")
+            body.append(f"            a{k} += {_shift_term(radial, zexpr, k)};")
         body += ["        }",
                  f"        for (; i < {d}; ++i) a0 += {_shift_term(radial, zexpr, 0)};",
                  "        acc = (a0 + a1) + (a2 + a3);",
@@ -381,6 +380,36 @@ def _expansion_code(parts, q, P, U):
                  "    }"]
     body.append("}")
     return "".join(src) + "\n".join(body) + "\n"
+
+
+def _int8_per_vector_loop(kernel, radial, n, d, m, P, U):
+    """``x.z = s sum_i x_i q_i``; radial: ``||x - z||^2 = ||x||^2 - 2 s x.q + s^2 q.q``
+    (``q.q`` summed exactly in integers; clipped at 0 like sparsekm's engine)."""
+    lines = []
+    if radial:
+        lines += ["    R xx = 0;", f"    for (i = 0; i < {d}; ++i) xx += xs[i] * xs[i];"]
+    lines += [f"    for (j = 0; j < {n}; ++j) {{",
+              f"        const int8_t *z = {P}_vectors + (long)j * {d};",
+              f"        R s = (R){P}_scales[j], a0 = 0, a1 = 0, a2 = 0, a3 = 0, acc, kv;",
+              "        long qq = 0;" if radial else "",
+              f"        for (i = 0; i + 3 < {d}; i += 4) {{"]
+    for k in range(4):
+        lines.append(f"            a{k} += xs[i + {k}] * (R)z[i + {k}];")
+    if radial:
+        lines.append("            qq += (long)z[i] * z[i] + (long)z[i + 1] * z[i + 1] + "
+                     "(long)z[i + 2] * z[i + 2] + (long)z[i + 3] * z[i + 3];")
+    lines += ["        }",
+              f"        for (; i < {d}; ++i) {{ a0 += xs[i] * (R)z[i];"
+              + (" qq += (long)z[i] * z[i];" if radial else "") + " }"]
+    if radial:
+        lines += ["        acc = xx - 2 * s * ((a0 + a1) + (a2 + a3)) + s * s * (R)qq;",
+                  "        if (acc < 0) acc = 0;"]
+    else:
+        lines.append("        acc = s * ((a0 + a1) + (a2 + a3));")
+    lines += ["        " + _kernel_code(kernel, U),
+              f"        for (o = 0; o < {m}; ++o) f[o] += (R){P}_coef[j * {m} + o] * kv;",
+              "    }"]
+    return [ln for ln in lines if ln]
 
 
 def _shift_term(radial, zexpr, k):
