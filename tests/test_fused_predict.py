@@ -62,3 +62,29 @@ def test_ovo_votes_against_a_loop():
             p += 1
     np.testing.assert_array_equal(ovo_votes(dec, k), ref)
     assert ovo_votes(dec, k)[0].tolist() == [0, 1, 2, 3, 4, 5]
+
+
+def test_reduced_set_classifier_rows_keep_sklearn_checks(data):
+    import pandas as pd
+
+    from sparsekm.models import ReducedSetClassifier
+
+    X, y, Xt = data
+    svc = SVC(gamma=0.05).fit(X, y)
+    rs = ReducedSetClassifier(svc, n_vectors=20, random_state=0).fit(X, y)
+    batch = rs.decision_function(Xt[:40])  # 40 rows: the engine
+    one = np.vstack([rs.decision_function(Xt[i:i + 1]) for i in range(40)])
+    np.testing.assert_allclose(one, batch, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal([rs.predict(Xt[i:i + 1])[0] for i in range(40)],
+                                  rs.predict(Xt[:40]))
+    huge = Xt[:1] * 1e160  # finite, but its squared norm overflows: refused as before
+    with pytest.raises(ValueError):
+        rs.predict(huge)
+    with pytest.raises(ValueError, match="features"):
+        rs.predict(Xt[:1, :10])
+    # fitted with feature names: a bare array still gets scikit-learn's warning
+    cols = [f"p{i}" for i in range(64)]
+    rs_df = ReducedSetClassifier(SVC(gamma=0.05).fit(pd.DataFrame(X, columns=cols), y),
+                                 n_vectors=20, random_state=0).fit(pd.DataFrame(X, columns=cols), y)
+    with pytest.warns(UserWarning, match="feature names"):
+        rs_df.predict(Xt[:1])

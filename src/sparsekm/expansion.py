@@ -28,6 +28,7 @@ from .utils.validation import check_array, check_same_features
 
 # rows up to which predict/decision_function of the classifiers take the fused path
 _FEW_ROWS = 16
+_FEW_ROWS_MAX_ABS = 1e100  # below it no squared norm or dot product overflows
 
 __all__ = ["KernelExpansion"]
 
@@ -187,6 +188,10 @@ class KernelExpansion:
         ndarray (tensor, dask array) of shape (n_samples,) or (n_samples, n_outputs)
             float32 when ``X`` and the vectors are float32, else float64.
         """
+        if block_size is None and backend is None:
+            fast = self._decision_few_rows(X)  # one row (up to _FEW_ROWS): no dispatch
+            if fast is not None:
+                return fast
         from .parallel import is_dask_array
 
         if is_dask_array(X):
@@ -232,8 +237,8 @@ class KernelExpansion:
                 and X.dtype == np.float64 and X.shape[1] == self.n_features and self.n_terms
                 and self._vectors.dtype == np.float64 and isinstance(k, _ProfileKernel)
                 and type(k).mmv is Kernel.mmv and config._config["backend"] == "numpy"
-                and np.isfinite(X).all()):
-            return None
+                and np.isfinite(X).all() and np.abs(X).max() < _FEW_ROWS_MAX_ABS):
+            return None  # (huge entries: the engine's check of squared norms decides)
         K = k._block_into(X, self._vectors, k._sqnorms(X), self._vector_sqnorms(),
                           np.empty((X.shape[0], self.n_terms)))
         out = np.matmul(K, self._coef)
