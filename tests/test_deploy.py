@@ -11,7 +11,13 @@ from sklearn.preprocessing import MinMaxScaler, StandardScaler
 from sklearn.svm import SVC
 
 from sparsekm.c_export import to_c
-from sparsekm.deploy import deployed_bytes, macs_per_row, model_bytes, plan_budget
+from sparsekm.deploy import (
+    compress_to_budget,
+    deployed_bytes,
+    macs_per_row,
+    model_bytes,
+    plan_budget,
+)
 
 from .test_c_export import CC, needs_cc
 
@@ -106,3 +112,25 @@ def test_plan_budget_this_machine_is_measured():
     p = plan["int8"]
     assert p["n_vectors"] >= 0 and p["latency_us"] > 0
     assert "this machine" in plan["conversion"][0]
+
+
+@pytest.mark.filterwarnings("ignore:compress:UserWarning")
+def test_compress_to_budget_picks_on_validation(data):
+    from sparsekm.c_export import deployed_model
+
+    X, y = data
+    from sklearn.multiclass import OneVsRestClassifier
+
+    svc = OneVsRestClassifier(SVC(C=10, gamma=0.5)).fit(X[:150], y[:150])
+    Xv, yv = X[150:], y[150:]
+    clf, rep = compress_to_budget(
+        svc, Xv, yv, max_bytes=6 * 1024, method="construct", random_state=0)
+    p = rep["precision"]
+    assert model_bytes(clf, p)["total"] == rep["bytes"] <= 6 * 1024
+    assert clf.n_vectors_ == rep["n_vectors"]
+    errs = {q: c["val_error"] for q, c in rep["candidates"].items()}
+    assert errs[p] == min(errs.values())
+    assert errs[p] == np.mean(deployed_model(clf, p).predict(Xv) != yv)
+    # int8 fits the most vectors: 64 + 4 * 10 + 4 bytes each
+    assert rep["candidates"]["int8"]["n_vectors"] > rep["candidates"]["float32"]["n_vectors"]
+    assert len(rep["conversion"]) == 3
