@@ -204,7 +204,7 @@ def test_quantized_storage(digits, tmp_path, precision, scales):
 def test_empty_expansion_and_name(tmp_path):
     psi = KernelExpansion(np.zeros((0, 3)), np.zeros(0), RBF(1.0), 0.75)
     X = np.array([[1.0, 2.0, 3.0], [0.0, 0.0, 0.0]])
-    _, dec = check_parity(psi, X, tmp_path, name="edge_model2")
+    _, dec = check_parity(psi, X, tmp_path, name="R")  # a one-letter prefix: header R.h
     np.testing.assert_array_equal(dec, [[0.75], [0.75]])
 
 

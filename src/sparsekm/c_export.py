@@ -570,8 +570,8 @@ def to_c(model, *, name="model", precision="float32", scales="per-vector", heade
         src.append("#include <stdint.h>")
     src += [f'#include "{header}"', "", f"#ifndef {U}_REAL",
             f"#define {U}_REAL double  /* -D{U}_REAL=float for a single-precision FPU */",
-            "#endif", f"typedef {U}_REAL R;", ""]
-    text = _rename_real("\n".join(src) + "\n" + _expansion_code(parts, q, P, U), P)
+            "#endif", f"typedef {U}_REAL {P}_real;", ""]
+    text = "\n".join(src) + "\n" + _rename_real(_expansion_code(parts, q, P, U), P)
     return text + _head_code(parts, P, U), "\n".join(h)
 
 
