@@ -307,3 +307,17 @@ def test_float16_bits_convert_exactly(tmp_path):
     psi = KernelExpansion(z[None, :], [1.0], Linear())
     _, dec = check_parity(psi, np.eye(z.size), tmp_path, precision="float16")
     np.testing.assert_array_equal(dec[:, 0].astype(np.float32), z.astype(np.float32))
+
+
+@needs_cc
+def test_regressor_decision_only(digits, tmp_path):
+    from sklearn.svm import SVR
+
+    X, y, Xt, _ = digits
+    svr = SVR(gamma=0.1, C=10.0).fit(X, y.astype(float))
+    src, h = to_c(svr)
+    assert "model_predict" not in h and "MODEL_N_CLASSES" not in h
+    idx, dec = check_parity(svr, Xt, tmp_path)
+    assert (idx == -1).all()  # the driver prints -1 without a predict function
+    f = svr.predict(Xt)
+    np.testing.assert_allclose(dec[:, 0], f, rtol=0, atol=TOL_FLOAT32 * np.abs(f).max())
