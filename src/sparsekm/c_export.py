@@ -240,8 +240,11 @@ def _step_function(step):
 
 # -- C text --------------------------------------------------------------------------
 def _f32(v):
-    s = "%.9g" % float(np.float32(v))
-    if not any(c in s for c in ".en"):
+    v = float(np.float32(v))
+    if not np.isfinite(v):
+        raise ValueError(f"A stored value is not finite in float32 ({v}); it has no C form.")
+    s = f"{v:.9g}"
+    if not any(c in s for c in ".e"):
         s += ".0"
     return s + "f"
 
@@ -554,7 +557,7 @@ def to_c(model, *, name="model", precision="float32", scales="per-vector", heade
          f"#define {U}_N_OUTPUTS {parts.n_decision}"]
     if classifier:
         h += [f"#define {U}_N_CLASSES {len(head['classes'])}", "",
-              f"/* class labels in the order of the model's classes_ */",
+              "/* class labels in the order of the model's classes_ */",
               f"extern const char *const {P}_classes[{U}_N_CLASSES];", "",
               "/* x: the raw feature row (before any scaler the model holds) */",
               f"int {P}_predict(const float *x);  /* index into {P}_classes */"]
