@@ -134,3 +134,27 @@ def test_compress_to_budget_picks_on_validation(data):
     # int8 fits the most vectors: 64 + 4 * 10 + 4 bytes each
     assert rep["candidates"]["int8"]["n_vectors"] > rep["candidates"]["float32"]["n_vectors"]
     assert len(rep["conversion"]) == 3
+
+
+@needs_cc
+def test_bench_edge_quick(tmp_path):
+    """Smoke test: bench_edge --quick runs and writes every field the docs use."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    pytest.importorskip("onnxruntime")
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_edge.py"
+    spec = importlib.util.spec_from_file_location("bench_edge", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    out = tmp_path / "edge.json"
+    assert bench.main(["--quick", "--out", str(out)]) == 0
+    res = json.loads(out.read_text())
+    row = res["datasets"]["digits"]["budgets"][0]
+    for p, r in row["precisions"].items():
+        assert r["bytes"] == r["bytes_planned"] <= 8 * 1024, p
+        assert r["c_labels_identical"] and r["c_us_per_row"] > 0
+    assert row["python_fused_us_per_row"] > 0 and row["onnx_f32_us_per_row_same_vectors"] > 0
+    assert "digits_int8_loses_at_most_0.2_points" in res["targets"]
+    assert res["provenance_start"]["numpy_cpu_features"]
