@@ -321,3 +321,56 @@ def test_regressor_decision_only(digits, tmp_path):
     assert (idx == -1).all()  # the driver prints -1 without a predict function
     f = svr.predict(Xt)
     np.testing.assert_allclose(dec[:, 0], f, rtol=0, atol=TOL_FLOAT32 * np.abs(f).max())
+
+
+def _sparsekm_models(X, y):
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.svm import SVR
+
+    from sparsekm.models import (
+        SLMC,
+        ApproxSVC,
+        KernelFisherDiscriminant,
+        KernelPCA,
+        ReducedSetClassifier,
+        ReducedSetRegressor,
+    )
+
+    b = np.isin(y, (3, 8))
+    svc = SVC(C=10, gamma=0.05)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return {
+            "rs-binary": ReducedSetClassifier(svc, n_vectors=8, random_state=0).fit(X[b], y[b]),
+            "rs-ovo": ReducedSetClassifier(svc, n_vectors=12, random_state=0).fit(X, y),
+            "rs-regressor": ReducedSetRegressor(SVR(C=10, gamma=0.05), n_vectors=10,
+                                                random_state=0).fit(X, y.astype(float)),
+            "slmc-multi": SLMC(n_vectors=4, kernel=RBF(0.05), random_state=0, max_iter=10)
+            .fit(X[y < 3], y[y < 3]),
+            "approx-svc": ApproxSVC(kernel=RBF(0.05), n_basis=20).fit(X[b], y[b]),
+            "kfd": KernelFisherDiscriminant(kernel=RBF(0.05)).fit(X[b], y[b]),
+            "kpca": KernelPCA(n_components=4, kernel=RBF(0.05)).fit(X[:200]),
+        }
+
+
+@needs_cc
+def test_sparsekm_models(digits, tmp_path):
+    """Every kind of expansion-based sparsekm model: C against the model's own outputs."""
+    X, y, Xt, _ = digits
+    for name, model in _sparsekm_models(X, y).items():
+        sub = tmp_path / name
+        sub.mkdir()
+        idx, dec = check_parity(model, Xt[:300], sub)
+        if hasattr(model, "transform"):
+            f, labels = model.transform(Xt[:300]), None
+        elif hasattr(model, "classes_"):
+            f, labels = model.decision_function(Xt[:300]), model.predict(Xt[:300])
+        else:
+            f, labels = model.predict(Xt[:300]), None
+        f = _as_columns(f)
+        np.testing.assert_allclose(dec, f, rtol=0, atol=TOL_FLOAT32 * max(1.0, np.abs(f).max()),
+                                   err_msg=name)
+        if labels is not None:
+            np.testing.assert_array_equal(model.classes_[idx], labels, err_msg=name)
