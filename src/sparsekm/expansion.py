@@ -229,14 +229,14 @@ class KernelExpansion:
         engine, and the numpy backend; callers fall back to
         :meth:`decision_function` (which validates and raises) on None.
         """
-        from . import config
-        from .kernels import Kernel, _ProfileKernel
+        from .config import get_config
 
         k = self._kernel
         if not (type(X) is np.ndarray and X.ndim == 2 and 0 < X.shape[0] <= _FEW_ROWS
                 and X.dtype == np.float64 and X.shape[1] == self.n_features and self.n_terms
-                and self._vectors.dtype == np.float64 and isinstance(k, _ProfileKernel)
-                and type(k).mmv is Kernel.mmv and config._config["backend"] == "numpy"
+                and self._vectors.dtype == np.float64 and (k.is_radial or k.is_dot_product)
+                and hasattr(k, "_block_into")
+                and type(k).mmv is Kernel.mmv and get_config()["backend"] == "numpy"
                 and np.isfinite(X).all() and np.abs(X).max() < _FEW_ROWS_MAX_ABS):
             return None  # (huge entries: the engine's check of squared norms decides)
         K = k._block_into(X, self._vectors, k._sqnorms(X), self._vector_sqnorms(),
