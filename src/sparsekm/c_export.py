@@ -388,22 +388,24 @@ def _expansion_code(parts, q, P, U):
 def _int8_per_vector_loop(kernel, radial, n, d, m, P, U):
     """``x.z = s sum_i x_i q_i``; radial: ``||x - z||^2 = ||x||^2 - 2 s x.q + s^2 q.q``
     (``q.q`` summed exactly in integers; clipped at 0 like sparsekm's engine)."""
+    # q.q <= 127^2 d: 32 bits hold it exactly up to d = 133,143 features
+    qt = "int_least32_t" if d <= 133_000 else "long long"
     lines = []
     if radial:
         lines += ["    R xx = 0;", f"    for (i = 0; i < {d}; ++i) xx += xs[i] * xs[i];"]
     lines += [f"    for (j = 0; j < {n}; ++j) {{",
               f"        const int8_t *z = {P}_vectors + (long)j * {d};",
               f"        R s = (R){P}_scales[j], a0 = 0, a1 = 0, a2 = 0, a3 = 0, acc, kv;",
-              "        long qq = 0;" if radial else "",
+              f"        {qt} qq = 0;" if radial else "",
               f"        for (i = 0; i + 3 < {d}; i += 4) {{"]
     for k in range(4):
         lines.append(f"            a{k} += xs[i + {k}] * (R)z[i + {k}];")
     if radial:
-        lines.append("            qq += (long)z[i] * z[i] + (long)z[i + 1] * z[i + 1] + "
-                     "(long)z[i + 2] * z[i + 2] + (long)z[i + 3] * z[i + 3];")
+        lines.append("            qq += " + " + ".join(f"({qt})z[i + {k}] * z[i + {k}]"
+                                                      for k in range(4)) + ";")
     lines += ["        }",
               f"        for (; i < {d}; ++i) {{ a0 += xs[i] * (R)z[i];"
-              + (" qq += (long)z[i] * z[i];" if radial else "") + " }"]
+              + (f" qq += ({qt})z[i] * z[i];" if radial else "") + " }"]
     if radial:
         lines += ["        acc = xx - 2 * s * ((a0 + a1) + (a2 + a3)) + s * s * (R)qq;",
                   "        if (acc < 0) acc = 0;"]
