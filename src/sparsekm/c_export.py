@@ -39,10 +39,12 @@ from pathlib import Path
 
 import numpy as np
 
+from .expansion import KernelExpansion
 from .kernels import RBF, InverseMultiquadric, Linear, Polynomial, Sigmoid
 from .quantize import quantize_expansion
 
-__all__ = ["to_c", "export_c", "c_parts", "deployed_model", "c_driver_source", "CModelParts"]
+__all__ = ["to_c", "export_c", "c_parts", "deployed_model", "c_driver_source", "CModelParts",
+           "model_head"]
 
 _KERNELS = (RBF, InverseMultiquadric, Polynomial, Sigmoid, Linear)
 _SCALERS = ("StandardScaler", "MinMaxScaler")
@@ -62,7 +64,7 @@ class CModelParts:
         ``("minmax", scale, min)``: ``x = x * scale + min``; arrays of float64.
     expansion : KernelExpansion
     head : dict
-        As :func:`sparsekm.onnx_export.onnx_head` describes it.
+        As :func:`model_head` describes it.
     """
 
     def __init__(self, steps, expansion, head):
@@ -132,8 +134,6 @@ def c_parts(model):
     """
     from sklearn.pipeline import Pipeline
 
-    from .onnx_export import onnx_head
-
     steps = []
     if isinstance(model, Pipeline):
         for step_name, est in model.steps[:-1]:
@@ -142,12 +142,7 @@ def c_parts(model):
             steps.append(_scaler_step(step_name, est))
         model = model.steps[-1][1]
     model = _from_sklearn(model)
-    try:
-        expansion, head = onnx_head(model)
-    except TypeError as exc:
-        raise TypeError(str(exc).replace("ONNX", "C")) from None
-    except ValueError as exc:
-        raise ValueError(str(exc).replace("ONNX", "C")) from None
+    expansion, head = model_head(model)
     if type(expansion.kernel) not in _KERNELS:
         raise TypeError(
             f"The kernel {expansion.kernel!r} has no C form in sparsekm (supported: RBF, "
@@ -175,6 +170,84 @@ def _from_sklearn(model):
     if isinstance(model, (SVR, NuSVR)):
         return expansion_from_estimator(model)
     return model
+
+
+def model_head(model, target="C"):
+    """Describe ``model`` as ``(expansion, head)``: what an exporter computes.
+
+    Parameters
+    ----------
+    model : KernelExpansion or fitted sparsekm estimator
+    target : str, default="C"
+        The export format named in error messages.
+
+    Returns
+    -------
+    expansion : KernelExpansion
+        The expansion whose outputs the exported code computes.
+    head : dict
+        ``{"kind": "scores"}`` (regressors, transformers, a bare expansion: the
+        outputs as they are), or, for classifiers, ``{"kind": "binary" | "ovr" |
+        "ovo", "classes": ...}``; one-vs-one heads also carry
+        ``decision_function_shape``, ``break_ties`` and ``vote`` of
+        :class:`sparsekm.multiclass.ExpansionClassifier`, whose rules the export
+        reproduces.
+
+    Raises
+    ------
+    TypeError
+        For a model that is not an expansion-based sparsekm model.
+    ValueError
+        For an unfitted model.
+    """
+    from sklearn.utils.validation import NotFittedError
+
+    from .multiclass import ExpansionClassifier
+
+    if isinstance(model, KernelExpansion):
+        return model, {"kind": "scores"}
+    name = type(model).__name__
+    clf = None
+    try:
+        if isinstance(model, ExpansionClassifier):
+            clf = model
+            clf.classes_  # noqa: B018 (validates the parameters)
+        elif hasattr(model, "_classifier") and hasattr(model, "scheme_") or (
+                hasattr(model, "_classifier") and hasattr(model, "expansion_")):
+            clf = model._classifier()  # ReducedSetClassifier: its expansion and scheme
+    except NotFittedError:
+        clf = None
+    if clf is not None:
+        head = {"kind": clf.scheme, "classes": np.asarray(clf.classes_),
+                "decision_function_shape": clf.decision_function_shape,
+                "break_ties": bool(clf.break_ties), "vote": clf.vote}
+        return clf.expansion, head
+    if hasattr(model, "transform") and hasattr(model, "expansions_"):
+        return model.expansions_, {"kind": "scores"}  # KernelPCA: eq. 36 with centring
+    if hasattr(model, "expansion_"):
+        exp = model.expansion_
+        if hasattr(model, "classes_") and hasattr(model, "decision_function"):
+            kind = "binary" if exp.coef.ndim == 1 else "ovr"
+            return exp, {"kind": kind, "classes": np.asarray(model.classes_)}
+        return exp, {"kind": "scores"}
+    if hasattr(model, "fit") and name in _known_model_names():
+        raise ValueError(f"This {name} instance is not fitted yet; call 'fit' before exporting "
+                         f"it to {target}.")
+    raise TypeError(
+        f"{name} cannot be exported to {target}: sparsekm exports a KernelExpansion or a fitted "
+        f"sparsekm model whose output is a kernel expansion (expansion_/expansions_).")
+
+
+def _known_model_names():
+    from . import models
+
+    return set(models.__all__)
+
+
+def _known_model_names():
+    from . import models
+
+    return set(models.__all__)
 
 
 def _n_decision(expansion, head):
