@@ -819,6 +819,21 @@ def test_outputs_are_not_replaced_without_force(binary_svc, capsys):
     np.testing.assert_array_equal(np.load(d / "old.npy").shape, X.shape)
 
 
+def test_export_c_does_not_replace_an_existing_header_without_force(binary_svc, capsys):
+    # export --format c writes OUT.c and OUT.h: the existing-file rule holds for both
+    d, _, _ = binary_svc
+    (d / "edge.h").write_bytes(b"precious")
+    argv = ["export", str(d / "svc.skm"), "--format", "c", "-o", str(d / "edge.c")]
+    capsys.readouterr()
+    assert main(argv) == 1
+    line = _error_line(capsys.readouterr().err)
+    assert "edge.h already exists" in line and "--force" in line
+    assert (d / "edge.h").read_bytes() == b"precious" and not (d / "edge.c").exists()
+    assert main([*argv, "--force"]) == 0
+    assert (d / "edge.c").exists()
+    assert (d / "edge.h").read_bytes() != b"precious"
+
+
 def test_a_command_never_replaces_its_own_input(binary_svc, capsys):
     import os
 

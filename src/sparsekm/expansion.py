@@ -26,6 +26,10 @@ from .backend import check_tensor, resolve_backend
 from .kernels import Kernel
 from .utils.validation import check_array, check_same_features
 
+# rows up to which predict/decision_function of the classifiers take the fused path
+_FEW_ROWS = 16
+_FEW_ROWS_MAX_ABS = 1e100  # below it no squared norm or dot product overflows
+
 __all__ = ["KernelExpansion"]
 
 
@@ -184,6 +188,10 @@ class KernelExpansion:
         ndarray (tensor, dask array) of shape (n_samples,) or (n_samples, n_outputs)
             float32 when ``X`` and the vectors are float32, else float64.
         """
+        if block_size is None and backend is None:
+            fast = self._decision_few_rows(X)  # one row (up to _FEW_ROWS): no dispatch
+            if fast is not None:
+                return fast
         from .parallel import is_dask_array
 
         if is_dask_array(X):
@@ -209,6 +217,33 @@ class KernelExpansion:
                                    block_size=block_size, Y_sqnorms=sq, backend="torch")
         out += b
         return xp.to_numpy(out) if to_numpy else out
+
+    def _decision_few_rows(self, X):
+        """The fused numpy path for a few float64 rows, or None where it does not apply.
+
+        ``K(X, Z) @ coef + intercept`` through the kernel's own block routine, without
+        the engine's per-call dispatch (backend, validation, blocks): the same
+        operations as :meth:`decision_function` on one block, so the same numbers.
+        Applies to a C-contiguous float64 ``X`` of at most ``_FEW_ROWS`` finite rows,
+        float64 vectors, a radial or dot-product kernel that does not override the
+        engine, and the numpy backend; callers fall back to
+        :meth:`decision_function` (which validates and raises) on None.
+        """
+        from .config import get_config
+
+        k = self._kernel
+        if not (type(X) is np.ndarray and X.ndim == 2 and 0 < X.shape[0] <= _FEW_ROWS
+                and X.dtype == np.float64 and X.shape[1] == self.n_features and self.n_terms
+                and self._vectors.dtype == np.float64 and (k.is_radial or k.is_dot_product)
+                and hasattr(k, "_block_into")
+                and type(k).mmv is Kernel.mmv and get_config()["backend"] == "numpy"
+                and np.isfinite(X).all() and np.abs(X).max() < _FEW_ROWS_MAX_ABS):
+            return None  # (huge entries: the engine's check of squared norms decides)
+        K = k._block_into(X, self._vectors, k._sqnorms(X), self._vector_sqnorms(),
+                          np.empty((X.shape[0], self.n_terms)))
+        out = np.matmul(K, self._coef)
+        out += self._intercept
+        return out
 
     def _operands(self, xp, dtype):
         """Vectors, coefficients, cached squared norms and intercept for one engine.

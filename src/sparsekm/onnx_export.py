@@ -66,71 +66,13 @@ def _import_onnx():
 def onnx_head(model):
     """Describe ``model`` as ``(expansion, head)`` for export.
 
-    Parameters
-    ----------
-    model : KernelExpansion or fitted sparsekm estimator
-
-    Returns
-    -------
-    expansion : KernelExpansion
-        The expansion whose outputs the graph computes.
-    head : dict
-        ``{"kind": "scores"}`` (regressors, transformers, a bare expansion: the
-        outputs as they are), or, for classifiers, ``{"kind": "binary" | "ovr" |
-        "ovo", "classes": ...}``; one-vs-one heads also carry
-        ``decision_function_shape``, ``break_ties`` and ``vote`` of
-        :class:`sparsekm.multiclass.ExpansionClassifier`, whose rules the graph
-        reproduces.
-
-    Raises
-    ------
-    TypeError
-        For a model that is not an expansion-based sparsekm model.
-    ValueError
-        For an unfitted model.
+    :func:`sparsekm.c_export.model_head` with errors naming ONNX: the expansion
+    whose outputs the graph computes and the head (``"scores"``, ``"binary"``,
+    ``"ovr"`` or ``"ovo"`` with the classes and the one-vs-one rules).
     """
-    from sklearn.utils.validation import NotFittedError
+    from .c_export import model_head
 
-    from .multiclass import ExpansionClassifier
-
-    if isinstance(model, KernelExpansion):
-        return model, {"kind": "scores"}
-    name = type(model).__name__
-    clf = None
-    try:
-        if isinstance(model, ExpansionClassifier):
-            clf = model
-            clf.classes_  # noqa: B018 (validates the parameters)
-        elif hasattr(model, "_classifier") and hasattr(model, "scheme_") or (
-                hasattr(model, "_classifier") and hasattr(model, "expansion_")):
-            clf = model._classifier()  # ReducedSetClassifier: its expansion and scheme
-    except NotFittedError:
-        clf = None
-    if clf is not None:
-        head = {"kind": clf.scheme, "classes": np.asarray(clf.classes_),
-                "decision_function_shape": clf.decision_function_shape,
-                "break_ties": bool(clf.break_ties), "vote": clf.vote}
-        return clf.expansion, head
-    if hasattr(model, "transform") and hasattr(model, "expansions_"):
-        return model.expansions_, {"kind": "scores"}  # KernelPCA: eq. 36 with centring
-    if hasattr(model, "expansion_"):
-        exp = model.expansion_
-        if hasattr(model, "classes_") and hasattr(model, "decision_function"):
-            kind = "binary" if exp.coef.ndim == 1 else "ovr"
-            return exp, {"kind": kind, "classes": np.asarray(model.classes_)}
-        return exp, {"kind": "scores"}
-    if hasattr(model, "fit") and name in _known_model_names():
-        raise ValueError(f"This {name} instance is not fitted yet; call 'fit' before exporting "
-                         f"it to ONNX.")
-    raise TypeError(
-        f"{name} cannot be exported to ONNX: sparsekm exports a KernelExpansion or a fitted "
-        f"sparsekm model whose output is a kernel expansion (expansion_/expansions_).")
-
-
-def _known_model_names():
-    from . import models
-
-    return set(models.__all__)
+    return model_head(model, target="ONNX")
 
 
 def _check_kernel(kernel):

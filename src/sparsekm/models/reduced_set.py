@@ -93,6 +93,14 @@ class _ReducedSetBase(BaseEstimator):
         return params
 
     def _evaluate(self, X):
+        if type(X) is np.ndarray and X.ndim == 2 and X.flags.c_contiguous and \
+                getattr(self, "expansion_", None) is not None and \
+                not hasattr(self, "feature_names_in_") and \
+                X.shape[1] == getattr(self, "n_features_in_", -1):
+            # a few float64 rows: what validate_X would check, checked by the fused path
+            fast = self.expansion_._decision_few_rows(X)
+            if fast is not None:
+                return fast
         check_is_fitted(self)
         X = validate_X(self, X, reset=False)
         return self.expansion_.decision_function(np.asarray(X, dtype=np.float64))

@@ -1,0 +1,738 @@
+"""Export a kernel-expansion model to dependency-free C99 (for microcontrollers).
+
+:func:`to_c` writes one ``.c`` file and one header. The C code needs nothing but
+``<math.h>`` (and the freestanding ``<stdint.h>`` for int8/float16 storage): no
+dynamic allocation, every parameter in a ``const`` array (flash on a
+microcontroller), a few ``n_features``/``n_classes``-sized arrays on the stack.
+With the prefix ``model`` (``name=``) the interface is::
+
+    #define MODEL_N_FEATURES  ...   /* length of x: the raw row, before any scaler */
+    #define MODEL_N_OUTPUTS   ...   /* length of out */
+    #define MODEL_N_CLASSES   ...   /* classifiers */
+    extern const char *const model_classes[MODEL_N_CLASSES];  /* classes_ as strings */
+    int model_predict(const float *x);            /* index into model_classes */
+    void model_decision(const float *x, float *out);  /* the decision_function */
+
+What it computes is the model's expansion ``f(x) = sum_j coef_j k(x, z_j) + b``
+(eq. 1 of *Fast approximation of support vector kernel expansions*) after the
+pipeline's scalers (``StandardScaler``, ``MinMaxScaler``), followed by the model's
+head: the sign (binary), the arg-max (one-vs-rest) or the one-vs-one vote with the
+original's rules (:class:`sparsekm.multiclass.ExpansionClassifier`: libsvm's votes,
+ties to the lowest class index; ``decision_function_shape``, ``break_ties`` and
+``OneVsOneClassifier``'s ``f <= 0`` rule). Kernels: RBF, polynomial, sigmoid,
+linear (and inverse multiquadric); others are refused with the reason.
+
+Arithmetic. The vectors are stored in ``precision`` (see
+:mod:`sparsekm.quantize`); coefficients, thresholds and scaler statistics in
+float32. The C code computes in ``<PREFIX>_REAL``, ``double`` unless the user
+compiles with ``-D<PREFIX>_REAL=float`` (for a single-precision FPU). In double, C
+evaluates the *dequantized* model (:func:`deployed_model`) to about 1e-12 relative;
+``model_decision`` rounds its outputs to float. The error against the original
+model is the storage's (measured by :func:`sparsekm.quantize.quantization_error`):
+about ``1e-6`` of the largest decision value for float32.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+
+from .expansion import KernelExpansion
+from .kernels import RBF, InverseMultiquadric, Linear, Polynomial, Sigmoid
+from .quantize import quantize_expansion
+
+__all__ = ["to_c", "export_c", "c_parts", "deployed_model", "c_driver_source", "CModelParts",
+           "model_head"]
+
+_KERNELS = (RBF, InverseMultiquadric, Polynomial, Sigmoid, Linear)
+_SCALERS = ("StandardScaler", "MinMaxScaler")
+_C_KEYWORDS = frozenset(
+    "auto break case char const continue default do double else enum extern float for goto "
+    "if inline int long register restrict return short signed sizeof static struct switch "
+    "typedef union unsigned void volatile while _Bool _Complex _Imaginary".split())
+
+
+class CModelParts:
+    """A model as the C code computes it: scaler steps, an expansion and a head.
+
+    Attributes
+    ----------
+    steps : list of (kind, a, b)
+        ``("standard", mean, scale)``: ``x = (x - mean) / scale``;
+        ``("minmax", scale, min)``: ``x = x * scale + min``; arrays of float64.
+    expansion : KernelExpansion
+    head : dict
+        As :func:`model_head` describes it.
+    """
+
+    def __init__(self, steps, expansion, head):
+        self.steps, self.expansion, self.head = steps, expansion, head
+
+    @property
+    def classes(self):
+        return None if self.head["kind"] == "scores" else np.asarray(self.head["classes"])
+
+    @property
+    def n_decision(self):
+        """Number of decision values (``N_OUTPUTS``)."""
+        return _n_decision(self.expansion, self.head)
+
+
+def _check_name(name):
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) or \
+            name in _C_KEYWORDS or name.startswith("__"):
+        raise ValueError(f"name must be a valid C identifier (letters, digits, '_', not "
+                         f"starting with a digit, not a keyword); got {name!r}.")
+    return name
+
+
+def _scaler_step(step_name, est):
+    from sklearn.utils.validation import check_is_fitted
+
+    kind = type(est).__name__
+    if kind not in _SCALERS or type(est).__module__.split(".")[0] != "sklearn":
+        raise TypeError(
+            f"The pipeline step {step_name!r} ({kind}) has no C form in sparsekm: the C "
+            f"exporter runs {', '.join(_SCALERS)} before the kernel machine, nothing else.")
+    check_is_fitted(est)
+    d = int(est.n_features_in_)
+    if kind == "StandardScaler":
+        # mean_ is kept (not used) with with_mean=False; scale_ is None with with_std=False
+        mean = np.asarray(est.mean_, dtype=np.float64) if est.with_mean else np.zeros(d)
+        scale = np.ones(d) if est.scale_ is None else np.asarray(est.scale_, dtype=np.float64)
+        return ("standard", mean, scale)
+    if getattr(est, "clip", False):
+        raise TypeError(f"The pipeline step {step_name!r} is MinMaxScaler(clip=True); the C "
+                        f"exporter has no clipping (refit it with clip=False).")
+    return ("minmax", np.asarray(est.scale_, dtype=np.float64),
+            np.asarray(est.min_, dtype=np.float64))
+
+
+def c_parts(model):
+    """Describe ``model`` as the C code computes it.
+
+    Parameters
+    ----------
+    model : KernelExpansion, fitted sparsekm model or Pipeline
+        What :func:`sparsekm.to_onnx` exports (an expansion-based model), optionally
+        as the last step of a ``Pipeline`` whose earlier steps are
+        ``StandardScaler``/``MinMaxScaler`` (or ``"passthrough"``).
+
+    Returns
+    -------
+    CModelParts
+
+    Raises
+    ------
+    TypeError
+        For another pipeline step, a kernel without a C form or a model that is not
+        expansion-based, naming the reason.
+    ValueError
+        For an unfitted model or non-finite parameters.
+    """
+    from sklearn.pipeline import Pipeline
+
+    steps = []
+    if isinstance(model, Pipeline):
+        for step_name, est in model.steps[:-1]:
+            if est is None or est == "passthrough":
+                continue
+            steps.append(_scaler_step(step_name, est))
+        model = model.steps[-1][1]
+    model = _from_sklearn(model)
+    expansion, head = model_head(model)
+    if type(expansion.kernel) not in _KERNELS:
+        raise TypeError(
+            f"The kernel {expansion.kernel!r} has no C form in sparsekm (supported: RBF, "
+            f"Polynomial, Sigmoid, Linear, InverseMultiquadric); the model cannot be exported.")
+    for kind, a, b in steps:
+        if a.shape != (expansion.n_features,) or b.shape != a.shape:
+            raise ValueError(f"A {kind} scaler step over {a.shape[0]} features feeds an "
+                             f"expansion over {expansion.n_features} features.")
+        if not (np.isfinite(a).all() and np.isfinite(b).all()):
+            raise ValueError(f"The {kind} scaler step has non-finite statistics.")
+    if head["kind"] != "scores":
+        _label_strings(head["classes"])  # refuse labels C cannot hold before writing
+    return CModelParts(steps, expansion, head)
+
+
+def _from_sklearn(model):
+    """scikit-learn's SVC/NuSVC/OneVsRest/OneVsOne(SVC) and SVR as sparsekm's exact forms."""
+    from sklearn.multiclass import OneVsOneClassifier, OneVsRestClassifier
+    from sklearn.svm import SVC, SVR, NuSVC, NuSVR
+
+    from .interop import classifier_from_estimator, expansion_from_estimator
+
+    if isinstance(model, (SVC, NuSVC, OneVsRestClassifier, OneVsOneClassifier)):
+        return classifier_from_estimator(model)
+    if isinstance(model, (SVR, NuSVR)):
+        return expansion_from_estimator(model)
+    return model
+
+
+def model_head(model, target="C"):
+    """Describe ``model`` as ``(expansion, head)``: what an exporter computes.
+
+    Parameters
+    ----------
+    model : KernelExpansion or fitted sparsekm estimator
+    target : str, default="C"
+        The export format named in error messages.
+
+    Returns
+    -------
+    expansion : KernelExpansion
+        The expansion whose outputs the exported code computes.
+    head : dict
+        ``{"kind": "scores"}`` (regressors, transformers, a bare expansion: the
+        outputs as they are), or, for classifiers, ``{"kind": "binary" | "ovr" |
+        "ovo", "classes": ...}``; one-vs-one heads also carry
+        ``decision_function_shape``, ``break_ties`` and ``vote`` of
+        :class:`sparsekm.multiclass.ExpansionClassifier`, whose rules the export
+        reproduces.
+
+    Raises
+    ------
+    TypeError
+        For a model that is not an expansion-based sparsekm model.
+    ValueError
+        For an unfitted model.
+    """
+    from sklearn.utils.validation import NotFittedError
+
+    from .multiclass import ExpansionClassifier
+
+    if isinstance(model, KernelExpansion):
+        return model, {"kind": "scores"}
+    name = type(model).__name__
+    clf = None
+    try:
+        if isinstance(model, ExpansionClassifier):
+            clf = model
+            clf.classes_  # noqa: B018 (validates the parameters)
+        elif hasattr(model, "_classifier") and hasattr(model, "scheme_") or (
+                hasattr(model, "_classifier") and hasattr(model, "expansion_")):
+            clf = model._classifier()  # ReducedSetClassifier: its expansion and scheme
+    except NotFittedError:
+        clf = None
+    if clf is not None:
+        head = {"kind": clf.scheme, "classes": np.asarray(clf.classes_),
+                "decision_function_shape": clf.decision_function_shape,
+                "break_ties": bool(clf.break_ties), "vote": clf.vote}
+        return clf.expansion, head
+    if hasattr(model, "transform") and hasattr(model, "expansions_"):
+        return model.expansions_, {"kind": "scores"}  # KernelPCA: eq. 36 with centring
+    if hasattr(model, "expansion_"):
+        exp = model.expansion_
+        if hasattr(model, "classes_") and hasattr(model, "decision_function"):
+            kind = "binary" if exp.coef.ndim == 1 else "ovr"
+            return exp, {"kind": kind, "classes": np.asarray(model.classes_)}
+        return exp, {"kind": "scores"}
+    if hasattr(model, "fit") and name in _known_model_names():
+        raise ValueError(f"This {name} instance is not fitted yet; call 'fit' before exporting "
+                         f"it to {target}.")
+    raise TypeError(
+        f"{name} cannot be exported to {target}: sparsekm exports a KernelExpansion or a fitted "
+        f"sparsekm model whose output is a kernel expansion (expansion_/expansions_).")
+
+
+def _known_model_names():
+    from . import models
+
+    return set(models.__all__)
+
+
+def _known_model_names():
+    from . import models
+
+    return set(models.__all__)
+
+
+def _n_decision(expansion, head):
+    kind = head["kind"]
+    m = expansion.n_outputs
+    if kind != "ovo":
+        return m
+    k = len(head["classes"])
+    if head["vote"] == "ovo-classifier":
+        return 1 if k == 2 else k
+    if head["decision_function_shape"] == "ovo" or k == 2:
+        return m
+    return k
+
+
+def deployed_model(model, precision="float32", *, scales="per-vector"):
+    """The model with the numbers its C form stores, as a Python object.
+
+    The expansion becomes the dequantized one (:func:`sparsekm.quantize.quantize_expansion`:
+    vectors in ``precision``, coefficients and thresholds in float32) and scaler
+    statistics are rounded to float32, as :func:`to_c` stores them. Its
+    ``decision_function`` is what the C code computes (in double, to rounding).
+
+    Returns
+    -------
+    object with ``decision_function(X)`` and, for classifiers, ``predict(X)`` and
+    ``classes_``: a :class:`~sparsekm.multiclass.ExpansionClassifier` (or the
+    :class:`~sparsekm.KernelExpansion`), inside a ``Pipeline`` behind copies of the
+    scalers when ``model`` has any.
+    """
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import FunctionTransformer
+
+    from .multiclass import ExpansionClassifier
+
+    parts = c_parts(model)
+    q = quantize_expansion(parts.expansion, precision, scales=scales).expansion
+    head = parts.head
+    if head["kind"] == "scores":
+        last = q
+    else:
+        last = ExpansionClassifier(q, classes=head["classes"],
+                                   scheme=head["kind"],
+                                   decision_function_shape=head.get("decision_function_shape",
+                                                                    "ovr"),
+                                   break_ties=head.get("break_ties", False),
+                                   vote=head.get("vote", "svc"))
+    if not parts.steps:
+        return last
+    pre = [(f"step{i}", FunctionTransformer(_step_function(s))) for i, s in
+           enumerate(parts.steps)]
+    return Pipeline(pre + [("model", last)])
+
+
+def _step_function(step):
+    kind, a, b = step
+    a32 = a.astype(np.float32).astype(np.float64)
+    b32 = b.astype(np.float32).astype(np.float64)
+    if kind == "standard":
+        return lambda X: (np.asarray(X, dtype=np.float64) - a32) / b32
+    return lambda X: np.asarray(X, dtype=np.float64) * a32 + b32
+
+
+# -- C text --------------------------------------------------------------------------
+def _f32(v):
+    v = float(np.float32(v))
+    if not np.isfinite(v):
+        raise ValueError(f"A stored value is not finite in float32 ({v}); it has no C form.")
+    s = f"{v:.9g}"
+    if not any(c in s for c in ".e"):
+        s += ".0"
+    return s + "f"
+
+
+def _f64(v):
+    v = float(v)
+    if not np.isfinite(v):
+        raise ValueError(f"A kernel parameter is not finite ({v}); it has no C form.")
+    s = repr(v)
+    return s if any(c in s for c in ".e") else s + ".0"
+
+
+def _array(ctype, name, items, per_line=8, static=True):
+    items = list(items)
+    lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
+    body = ",\n    ".join(lines)
+    return (f"{'static ' if static else ''}const {ctype} {name}[{len(items)}] = {{\n    "
+            f"{body}\n}};\n")
+
+
+def _c_string(s):
+    out = []
+    for ch in s.encode("utf-8"):
+        c = chr(ch)
+        if c in '"\\?':
+            out.append("\\" + c)
+        elif 32 <= ch < 127:
+            out.append(c)
+        else:
+            out.append(f"\\{ch:03o}")
+    return '"' + "".join(out) + '"'
+
+
+def _label_strings(classes):
+    classes = np.asarray(classes)
+    if classes.dtype.kind not in "iubUSO":
+        raise TypeError(f"Class labels of dtype {classes.dtype} cannot be exported to C "
+                        f"(integers and strings can).")
+    return [str(c) for c in classes.tolist()]
+
+
+def _vector_expr(q, P):
+    """C declarations of the stored vectors and the expression of entry ``z[i]``."""
+    if q.precision == "float32":
+        decl = _array("float", f"{P}_vectors", (_f32(v) for v in q.codes.ravel()))
+        return decl, "(R)z[i]", "const float *z"
+    if q.precision == "float16":
+        decl = _array("uint16_t", f"{P}_vectors",
+                      (f"0x{v:04x}" for v in q.codes.view(np.uint16).ravel()), per_line=12)
+        return decl, f"{P}_half(z[i])", "const uint16_t *z"
+    decl = _array("int8_t", f"{P}_vectors", (str(int(v)) for v in q.codes.ravel()),
+                  per_line=16)
+    decl += _array("float", f"{P}_scales", (_f32(v) for v in q.scale))
+    if q.scales == "per-vector":
+        return decl, "(R)z[i] * s", "const int8_t *z"
+    return decl, f"(R)z[i] * (R){P}_scales[i]", "const int8_t *z"
+
+
+_HALF = """
+/* IEEE half (binary16) bits to float with bit operations: the half's exponent and
+   fraction moved into a float's places, then scaled by 2^112 (exact, subnormal halves
+   included); finite values only (the exporter refuses others). */
+static float {P}_half(uint16_t h)
+{{
+    union {{ uint32_t u; float f; }} c;
+    c.u = ((uint32_t)(h & 0x8000u) << 16) | ((uint32_t)(h & 0x7fffu) << 13);
+    return c.f * 0x1p112f;
+}}
+"""
+
+
+def _kernel_code(kernel, U):
+    """C statements turning the accumulated ``acc`` into ``kv``; radial or not."""
+    if isinstance(kernel, RBF):
+        return f"kv = exp(-{_f64(kernel.gamma)} * acc);"
+    if isinstance(kernel, InverseMultiquadric):
+        return f"kv = pow(acc + 1.0, {_f64(kernel.c)});"
+    if isinstance(kernel, Linear):
+        return "kv = acc;"
+    if isinstance(kernel, Sigmoid):
+        return f"kv = tanh({_f64(kernel.kappa)} * acc + {_f64(kernel.theta)});"
+    lines = [f"{{ R u = {_f64(kernel.gamma)} * acc + {_f64(kernel.coef0)}; int p;",
+             "      kv = u;", f"      for (p = 1; p < {int(kernel.degree)}; ++p) kv *= u; }}"]
+    return "\n    ".join(lines)
+
+
+def _expansion_code(parts, q, P, U):
+    exp = parts.expansion
+    n, d = exp.n_terms, exp.n_features
+    m = q.coef.shape[1]
+    radial = exp.kernel.is_radial
+    src = []
+    if n:
+        vec_decl, zexpr, zdecl = _vector_expr(q, P)
+        src.append(vec_decl)
+        src.append(_array("float", f"{P}_coef", (_f32(v) for v in q.coef.ravel())))
+    src.append(_array("float", f"{P}_intercept", (_f32(v) for v in q.intercept)))
+    for s, (kind, a, b) in enumerate(parts.steps):
+        names = ("mean", "scale") if kind == "standard" else ("mul", "add")
+        src.append(_array("float", f"{P}_s{s}_{names[0]}", (_f32(v) for v in a)))
+        src.append(_array("float", f"{P}_s{s}_{names[1]}", (_f32(v) for v in b)))
+    if n and q.precision == "float16":
+        src.append(_HALF.format(P=P))
+    body = ["", f"/* the expansion's outputs f[0..{m - 1}] from the raw row x */",
+            f"static void {P}_expansion(const float *x, R *f)", "{"]
+    if not n:  # Psi = 0: the thresholds, whatever x
+        body += ["    int i;", "    (void)x;",
+                 f"    for (i = 0; i < {m}; ++i) f[i] = (R){P}_intercept[i];", "}"]
+        return "".join(src[:1]) + "\n".join(body) + "\n"
+    body += [f"    R xs[{d}];", "    int i, j, o;"]
+    body.append(f"    for (i = 0; i < {d}; ++i) xs[i] = (R)x[i];")
+    for s, (kind, _, _) in enumerate(parts.steps):
+        if kind == "standard":
+            body.append(f"    for (i = 0; i < {d}; ++i) xs[i] = (xs[i] - (R){P}_s{s}_mean[i])"
+                        f" / (R){P}_s{s}_scale[i];")
+        else:
+            body.append(f"    for (i = 0; i < {d}; ++i) xs[i] = xs[i] * (R){P}_s{s}_mul[i]"
+                        f" + (R){P}_s{s}_add[i];")
+    body.append(f"    for (i = 0; i < {m}; ++i) f[i] = (R){P}_intercept[i];")
+    per_vec = q.precision == "int8" and q.scales == "per-vector"
+    if per_vec:  # z = s q: sums over the integers q, one scale per vector
+        body += _int8_per_vector_loop(exp.kernel, radial, n, d, m, P, U)
+    else:
+        body += [
+            f"    for (j = 0; j < {n}; ++j) {{",
+            f"        {zdecl} = {P}_vectors + (long)j * {d};",
+            "        R a0 = 0, a1 = 0, a2 = 0, a3 = 0, acc, kv;",
+            f"        for (i = 0; i + 3 < {d}; i += 4) {{"]
+        for k in range(4):
+            body.append(f"            a{k} += {_shift_term(radial, zexpr, k)};")
+        body += ["        }",
+                 f"        for (; i < {d}; ++i) a0 += {_shift_term(radial, zexpr, 0)};",
+                 "        acc = (a0 + a1) + (a2 + a3);",
+                 "        " + _kernel_code(exp.kernel, U),
+                 f"        for (o = 0; o < {m}; ++o) f[o] += (R){P}_coef[j * {m} + o] * kv;",
+                 "    }"]
+    body.append("}")
+    return "".join(src) + "\n".join(body) + "\n"
+
+
+def _int8_per_vector_loop(kernel, radial, n, d, m, P, U):
+    """``x.z = s sum_i x_i q_i``; radial: ``||x - z||^2 = ||x||^2 - 2 s x.q + s^2 q.q``
+    (``q.q`` summed exactly in integers; clipped at 0 like sparsekm's engine)."""
+    # q.q <= 127^2 d: 32 bits hold it exactly up to d = 133,143 features
+    qt = "int_least32_t" if d <= 133_000 else "long long"
+    lines = []
+    if radial:
+        lines += ["    R xx = 0;", f"    for (i = 0; i < {d}; ++i) xx += xs[i] * xs[i];"]
+    lines += [f"    for (j = 0; j < {n}; ++j) {{",
+              f"        const int8_t *z = {P}_vectors + (long)j * {d};",
+              f"        R s = (R){P}_scales[j], a0 = 0, a1 = 0, a2 = 0, a3 = 0, acc, kv;",
+              f"        {qt} qq = 0;" if radial else "",
+              f"        for (i = 0; i + 3 < {d}; i += 4) {{"]
+    for k in range(4):
+        lines.append(f"            a{k} += xs[i + {k}] * (R)z[i + {k}];")
+    if radial:
+        lines.append("            qq += " + " + ".join(f"({qt})z[i + {k}] * z[i + {k}]"
+                                                      for k in range(4)) + ";")
+    lines += ["        }",
+              f"        for (; i < {d}; ++i) {{ a0 += xs[i] * (R)z[i];"
+              + (f" qq += ({qt})z[i] * z[i];" if radial else "") + " }"]
+    if radial:
+        lines += ["        acc = xx - 2 * s * ((a0 + a1) + (a2 + a3)) + s * s * (R)qq;",
+                  "        if (acc < 0) acc = 0;"]
+    else:
+        lines.append("        acc = s * ((a0 + a1) + (a2 + a3));")
+    lines += ["        " + _kernel_code(kernel, U),
+              f"        for (o = 0; o < {m}; ++o) f[o] += (R){P}_coef[j * {m} + o] * kv;",
+              "    }"]
+    return [ln for ln in lines if ln]
+
+
+def _shift_term(radial, zexpr, k):
+    z = zexpr.replace("[i]", f"[i + {k}]") if k else zexpr
+    x = f"xs[i + {k}]" if k else "xs[i]"
+    if radial:
+        return f"({x} - {z}) * ({x} - {z})"
+    return f"{x} * {z}"
+
+
+def _head_code(parts, P, U):
+    head = parts.head
+    kind = head["kind"]
+    m = parts.expansion.n_outputs
+    out = []
+    argmax = ["    best = 0;",
+              "    for (c = 1; c < {k}; ++c) if ({v}[c] > {v}[best]) best = c;",
+              "    return best;"]
+    if kind == "ovo" and (head["vote"] == "ovo-classifier" or (
+            head["decision_function_shape"] == "ovr" and len(head["classes"]) > 2)):
+        k = len(head["classes"])
+        out.append(f"""
+/* scikit-learn's one-vs-one aggregation: votes + conf / (3 (|conf| + 1)); a pair votes
+   for its second class when f < 0 (le = 0, SVC) or f <= 0 (le = 1, OneVsOneClassifier) */
+static void {P}_ovr(const R *f, R *d, int le)
+{{
+    R votes[{k}], conf[{k}];
+    int i, j, p = 0, c;
+    for (c = 0; c < {k}; ++c) votes[c] = conf[c] = 0;
+    for (i = 0; i < {k}; ++i)
+        for (j = i + 1; j < {k}; ++j, ++p) {{
+            int second = le ? f[p] <= 0 : f[p] < 0;
+            conf[i] += f[p];
+            conf[j] -= f[p];
+            if (second) votes[j] += 1; else votes[i] += 1;
+        }}
+    for (c = 0; c < {k}; ++c) d[c] = votes[c] + conf[c] / (3 * (fabs(conf[c]) + 1));
+}}
+""")
+    # decision
+    dec = ["", f"void {P}_decision(const float *x, float *out)", "{", f"    R f[{m}];"]
+    aggregate = None
+    if kind == "ovo":
+        k = len(head["classes"])
+        if head["vote"] == "ovo-classifier":
+            aggregate = 1
+        elif head["decision_function_shape"] == "ovr" and k > 2:
+            aggregate = 0
+    if aggregate is not None:
+        k = len(head["classes"])
+        dec += [f"    R d[{k}];", "    int c;", f"    {P}_expansion(x, f);",
+                f"    {P}_ovr(f, d, {aggregate});"]
+        if k == 2:  # OneVsOneClassifier, two classes: the second column
+            dec.append("    (void)c;\n    out[0] = (float)d[1];")
+        else:
+            dec.append(f"    for (c = 0; c < {k}; ++c) out[c] = (float)d[c];")
+    else:
+        dec += ["    int o;", f"    {P}_expansion(x, f);",
+                f"    for (o = 0; o < {m}; ++o) out[o] = (float)f[o];"]
+    dec.append("}")
+    out.append("\n".join(dec) + "\n")
+    if kind == "scores":
+        return _rename_real("".join(out), P)
+    k = len(head["classes"])
+    pred = ["", f"int {P}_predict(const float *x)", "{", f"    R f[{m}];"]
+    if kind == "binary":
+        pred += [f"    {P}_expansion(x, f);", "    return f[0] > 0;"]
+    elif kind == "ovr":
+        pred += ["    int c, best;", f"    {P}_expansion(x, f);"]
+        pred += [s.format(k=k, v="f") for s in argmax]
+    elif head["vote"] == "ovo-classifier":
+        pred += [f"    R d[{k}];", "    int c, best;", f"    {P}_expansion(x, f);",
+                 f"    {P}_ovr(f, d, 1);"]
+        pred += (["    (void)c; (void)best;", "    return d[1] > 0;"] if k == 2 else
+                 [s.format(k=k, v="d") for s in argmax])
+    elif head["break_ties"] and head["decision_function_shape"] == "ovr" and k > 2:
+        pred += [f"    R d[{k}];", "    int c, best;", f"    {P}_expansion(x, f);",
+                 f"    {P}_ovr(f, d, 0);"]
+        pred += [s.format(k=k, v="d") for s in argmax]
+    else:  # libsvm: f > 0 votes for the pair's first class; ties to the lowest index
+        pred += [f"    int votes[{k}];", "    int i, j, p = 0, c, best;",
+                 f"    {P}_expansion(x, f);",
+                 f"    for (c = 0; c < {k}; ++c) votes[c] = 0;",
+                 f"    for (i = 0; i < {k}; ++i)",
+                 f"        for (j = i + 1; j < {k}; ++j, ++p) ++votes[f[p] > 0 ? i : j];"]
+        pred += [s.format(k=k, v="votes") for s in argmax]
+    pred.append("}")
+    out.append("\n".join(pred) + "\n")
+    labels = _label_strings(head["classes"])
+    out = [_rename_real("".join(out), P)]
+    out.append("\n" + _array("char *", f"{P}_classes", (_c_string(s) for s in labels),
+                             per_line=8, static=False).replace(
+        f"const char * {P}_classes[{k}]", f"const char *const {P}_classes[{U}_N_CLASSES]"))
+    return "".join(out)
+
+
+def to_c(model, *, name="model", precision="float32", scales="per-vector", header=None):
+    """The C99 source and header of ``model`` (see the module docstring).
+
+    Parameters
+    ----------
+    model : KernelExpansion, fitted sparsekm model or Pipeline
+        See :func:`c_parts`.
+    name : str, default="model"
+        Prefix of every exported symbol (a C identifier); macros use it upper-cased.
+    precision : {"float32", "float16", "int8"}, default="float32"
+        Storage of the expansion vectors (:func:`sparsekm.quantize.quantize_expansion`).
+    scales : {"per-vector", "per-feature"}, default="per-vector"
+        int8 scales.
+    header : str, default=None
+        File name the source ``#include``s; default ``name + ".h"``.
+
+    Returns
+    -------
+    source, header_text : str, str
+
+    Raises
+    ------
+    TypeError, ValueError
+        See :func:`c_parts`; an invalid ``name``, ``precision`` or ``scales``.
+
+    Examples
+    --------
+    >>> from sparsekm import KernelExpansion, RBF
+    >>> psi = KernelExpansion([[0.0, 1.0]], [2.0], RBF(0.5), -0.5)
+    >>> src, h = to_c(psi, name="tiny")
+    >>> "#define TINY_N_FEATURES 2" in h, "void tiny_decision(const float *x, float *out)" in h
+    (True, True)
+    """
+    P = _check_name(name)
+    U = P.upper()
+    parts = c_parts(model)
+    q = quantize_expansion(parts.expansion, precision, scales=scales)
+    exp, head = parts.expansion, parts.head
+    header = header or f"{P}.h"
+    guard = re.sub(r"[^A-Za-z0-9]", "_", header).upper()
+    classifier = head["kind"] != "scores"
+    h = [f"/* {header}: generated by sparsekm (kernel expansion, {type(exp.kernel).__name__}"
+         f" kernel, {exp.n_terms} vectors stored as {precision}). */",
+         f"#ifndef {guard}_", f"#define {guard}_", "",
+         f"#define {U}_N_FEATURES {exp.n_features}",
+         f"#define {U}_N_OUTPUTS {parts.n_decision}"]
+    if classifier:
+        h += [f"#define {U}_N_CLASSES {len(head['classes'])}", "",
+              "/* class labels in the order of the model's classes_ */",
+              f"extern const char *const {P}_classes[{U}_N_CLASSES];", "",
+              "/* x: the raw feature row (before any scaler the model holds) */",
+              f"int {P}_predict(const float *x);  /* index into {P}_classes */"]
+    else:
+        h += ["", "/* x: the raw feature row (before any scaler the model holds) */"]
+    h += [f"void {P}_decision(const float *x, float *out);  /* {U}_N_OUTPUTS values */",
+          "", f"#endif /* {guard}_ */", ""]
+    src = [f"/* Generated by sparsekm: {head['kind']} model, {exp.n_features} features, "
+           f"{exp.n_terms} {type(exp.kernel).__name__} vectors ({precision}"
+           + (f", {scales} scales" if precision == "int8" else "") + "). C99, no allocation. */",
+           "#include <math.h>"]
+    if precision != "float32" and exp.n_terms:
+        src.append("#include <stdint.h>")
+    src += [f'#include "{header}"', "", f"#ifndef {U}_REAL",
+            f"#define {U}_REAL double  /* -D{U}_REAL=float for a single-precision FPU */",
+            "#endif", f"typedef {U}_REAL {P}_real;", ""]
+    text = "\n".join(src) + "\n" + _rename_real(_expansion_code(parts, q, P, U), P)
+    return text + _head_code(parts, P, U), "\n".join(h)
+
+
+def _rename_real(text, P):
+    """Name the arithmetic type ``<prefix>_real`` (two models link into one program)."""
+    return re.sub(r"\bR\b", f"{P}_real", text)
+
+
+def export_c(model, path, *, name="model", precision="float32", scales="per-vector",
+             header_path=None):
+    """Write ``to_c(model, ...)`` to ``path`` and its header (default: ``.h`` beside it).
+
+    Returns
+    -------
+    (Path, Path)
+        The source and header written.
+    """
+    path = Path(path)
+    header_path = Path(header_path) if header_path is not None else path.with_suffix(".h")
+    src, h = to_c(model, name=name, precision=precision, scales=scales,
+                  header=header_path.name)
+    path.write_text(src, encoding="ascii")
+    header_path.write_text(h, encoding="ascii")
+    return path, header_path
+
+
+def c_driver_source(header, name="model"):
+    """A small C program around an exported model (tests, benchmarks, an example).
+
+    It reads ``n`` and then ``n`` rows of ``N_FEATURES`` numbers from the file named
+    by its first argument and prints, per row, the predicted index (classifiers)
+    and the ``N_OUTPUTS`` decision values (``%.9g``). With a second argument
+    ``R``, it instead times ``R`` passes of ``predict`` (or ``decision``) over the
+    rows and prints the nanoseconds per row (``clock()``).
+    """
+    P = _check_name(name)
+    U = P.upper()
+    return f"""#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include "{header}"
+
+int main(int argc, char **argv)
+{{
+    FILE *fh;
+    long n, r, i, reps = 0;
+    int c, sink = 0;
+    float *rows, out[{U}_N_OUTPUTS];
+    if (argc < 2 || !(fh = fopen(argv[1], "r"))) return 2;
+    if (argc > 2) reps = atol(argv[2]);
+    if (fscanf(fh, "%ld", &n) != 1 || n < 1) return 3;
+    rows = malloc(sizeof(float) * (size_t)n * {U}_N_FEATURES);
+    if (!rows) return 4;
+    for (i = 0; i < n * {U}_N_FEATURES; ++i)
+        if (fscanf(fh, "%f", &rows[i]) != 1) return 5;
+    fclose(fh);
+    if (reps > 0) {{
+        clock_t t0 = clock();
+        double sec;
+        for (r = 0; r < reps; ++r)
+            for (i = 0; i < n; ++i) {{
+#ifdef {U}_N_CLASSES
+                sink += {P}_predict(rows + i * {U}_N_FEATURES);
+#else
+                {P}_decision(rows + i * {U}_N_FEATURES, out);
+                sink += out[0] > 0;
+#endif
+            }}
+        sec = (double)(clock() - t0) / CLOCKS_PER_SEC;
+        printf("%.3f ns/row (sink %d)\\n", 1e9 * sec / ((double)reps * n), sink);
+    }} else {{
+        for (i = 0; i < n; ++i) {{
+#ifdef {U}_N_CLASSES
+            printf("%d", {P}_predict(rows + i * {U}_N_FEATURES));
+#else
+            printf("-1");
+#endif
+            {P}_decision(rows + i * {U}_N_FEATURES, out);
+            for (c = 0; c < {U}_N_OUTPUTS; ++c) printf(" %.9g", out[c]);
+            printf("\\n");
+        }}
+    }}
+    free(rows);
+    return 0;
+}}
+"""
