@@ -44,7 +44,7 @@ def test_demo_prints_table_and_writes_figure(capsys, tmp_path, monkeypatch):
         calls.append((sorted(fns), repeat))
         return {k: fake[k] for k in fns}
 
-    monkeypatch.setattr(cli, "_cpu_timings", cpu_timings)
+    monkeypatch.setattr("sparsekm.cli._commands.demo._cpu_timings", cpu_timings)
     assert main(["demo", "--quiet", "--out", str(tmp_path)]) == 0
     captured = capsys.readouterr()
     out = captured.out
@@ -123,12 +123,11 @@ def test_reproduce_unknown_name_is_usage_error(capsys):
 
 
 def test_runtime_error_is_one_line_exit_1(capsys, monkeypatch):
-    from sparsekm import cli
 
     def boom(args):
         raise ValueError("something broke")
 
-    monkeypatch.setattr(cli, "cmd_info", boom)
+    monkeypatch.setattr("sparsekm.cli._commands.info.cmd_info", boom)
     assert main(["info"]) == 1
     err = capsys.readouterr().err
     assert err.strip() == "sparsekm: error: ValueError: something broke"
@@ -305,7 +304,6 @@ def test_reduce_methods_on_binary_ovr_ovo(digits_models, capsys, monkeypatch, tm
     from sklearn.svm import SVC
 
     import sparsekm
-    from sparsekm import cli
 
     d, X, y, _, _ = digits_models
     small = SVC(C=10, gamma=0.5).fit(X[:90], y[:90] % 3)  # one-vs-one, 3 classes
@@ -330,12 +328,12 @@ def test_reduce_methods_on_binary_ovr_ovo(digits_models, capsys, monkeypatch, tm
             assert np.mean(clf.predict(X[:90]) == ref.predict(X[:90])) > 0.5, (model, method)
     capsys.readouterr()
     # selections that would take hours are refused up front with a usage error
-    monkeypatch.setattr(cli, "_KPCA_MAX_WORK", 1e3)
+    monkeypatch.setattr("sparsekm.cli._commands.reduce._KPCA_MAX_WORK", 1e3)
     with pytest.raises(SystemExit) as exc:
         main(["reduce", str(d / "svc.joblib"), "--trust-pickle", "-n", "5", "--method",
               "select-kpca", "-o", str(tmp_path / "u.skm")])
     assert exc.value.code == 2 and "would take far too long" in capsys.readouterr().err
-    monkeypatch.setattr(cli, "_L1_MULTI_MAX_WORK", 1e3)
+    monkeypatch.setattr("sparsekm.cli._commands.reduce._L1_MULTI_MAX_WORK", 1e3)
     with pytest.raises(SystemExit) as exc:
         main(["reduce", str(d / "svc.joblib"), "--trust-pickle", "-n", "5", "--method",
               "select-l1", "-o", str(tmp_path / "u.skm")])
@@ -434,12 +432,18 @@ def test_predict_into_closed_pipe_is_quiet(tmp_path):
 
 
 def test_reproduce_writes_under_out_or_checkout_docs(tmp_path, capsys, monkeypatch):
+    from pathlib import Path
+
+    import sparsekm
     from sparsekm import cli
 
     docs = cli.checkout_docs()
-    if docs is not None:  # running from the source checkout
-        assert (docs.parent / "pyproject.toml").is_file()
-    monkeypatch.setattr(cli, "checkout_docs", lambda: None)
+    checkout = Path(sparsekm.__file__).resolve().parents[2]  # <checkout>/src/sparsekm
+    if (checkout / "pyproject.toml").is_file() and (checkout / "docs").is_dir():
+        assert docs == checkout / "docs"  # running from the source checkout
+    else:
+        assert docs is None
+    monkeypatch.setattr("sparsekm.cli._commands.reproduce.checkout_docs", lambda: None)
     monkeypatch.chdir(tmp_path)
     with pytest.raises(SystemExit) as exc:
         main(["reproduce", "all", "--render-only"])
@@ -692,14 +696,13 @@ def test_warnings_reach_stderr_as_one_line(capsys, monkeypatch):
 
     from sklearn.exceptions import ConvergenceWarning
 
-    from sparsekm import cli
 
     def noisy(args):
         warnings.warn("first line of a warning\nand a second", UserWarning, stacklevel=1)
         warnings.warn("stopped at max_iter", ConvergenceWarning, stacklevel=1)
         return 0
 
-    monkeypatch.setattr(cli, "cmd_info", noisy)
+    monkeypatch.setattr("sparsekm.cli._commands.info.cmd_info", noisy)
     # the caller's filters (PYTHONWARNINGS=ignore, -W error) are not this test's subject:
     # it sets its own, so that it holds in any environment (issue 38)
     with warnings.catch_warnings():
@@ -721,12 +724,11 @@ def test_warnings_reach_stderr_as_one_line(capsys, monkeypatch):
 
 
 def test_multi_line_errors_are_cut_to_one_line(capsys, monkeypatch):
-    from sparsekm import cli
 
     def boom(args):
         raise OSError("it failed\n  because of this\n  and that")
 
-    monkeypatch.setattr(cli, "cmd_info", boom)
+    monkeypatch.setattr("sparsekm.cli._commands.info.cmd_info", boom)
     assert main(["info"]) == 1
     assert capsys.readouterr().err == (
         "sparsekm: error: OSError: it failed (--debug shows the rest)\n")
@@ -890,7 +892,6 @@ def test_messages_that_say_what_to_do(binary_svc, capsys):
 
 def test_reduce_says_so_when_nothing_was_reduced(binary_svc, capsys, monkeypatch):
     import sparsekm
-    from sparsekm import cli
 
     d, _, _ = binary_svc
     n = sparsekm.load(d / "svc.skm").expansion.compress().n_terms
@@ -905,7 +906,7 @@ def test_reduce_says_so_when_nothing_was_reduced(binary_svc, capsys, monkeypatch
                  str(d / "small.skm")]) == 0
     assert "measured speed-up" in capsys.readouterr().out
     # the low-agreement warning suggests construct+refine only to other methods
-    monkeypatch.setattr(cli, "MIN_AGREEMENT", 1.01)
+    monkeypatch.setattr("sparsekm.cli._commands.reduce.MIN_AGREEMENT", 1.01)
     for method, suggested in (("construct+refine", False), ("construct", True)):
         assert main(["--quiet", "reduce", str(d / "svc.skm"), "-n", "3", "--method", method,
                      "-o", str(d / f"w-{method}.skm")]) == 0

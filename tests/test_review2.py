@@ -233,7 +233,7 @@ def test_reduce_with_data_refuses_hour_long_selections_up_front(tmp_path, capsys
     from sparsekm import cli
 
     _cli_case(tmp_path, monkeypatch)
-    monkeypatch.setattr(cli, "_KPCA_MAX_WORK", 1e3)
+    monkeypatch.setattr("sparsekm.cli._commands.reduce._KPCA_MAX_WORK", 1e3)
     base = ["--quiet", "reduce", str(tmp_path / "m.joblib"), "--trust-pickle",
             "--validation", str(tmp_path / "val.csv"), "--method", "select-kpca",
             "-o", str(tmp_path / "o.skm")]
