@@ -19,43 +19,27 @@ import warnings
 
 from ._commands import COMMANDS
 
-# The names the single-module ``sparsekm.cli`` had, importable from here as before.
+# The public names of the former single-module ``sparsekm.cli`` (and the demo's timing
+# helpers its tests read), importable from here as before.
 from ._commands.data import cmd_data
-from ._commands.demo import _DEMO_REPEATS, _cpu_timings, _demo_figure, _rs_vector_classes, cmd_demo
-from ._commands.denoise import _load_matrix, cmd_denoise
-from ._commands.export import _export_c, cmd_export
+from ._commands.demo import _DEMO_REPEATS, _cpu_timings, _rs_vector_classes, cmd_demo
+from ._commands.denoise import cmd_denoise
+from ._commands.export import cmd_export
 from ._commands.info import cmd_info
-from ._commands.predict import _check_feature_count, _model_kind, _n_features, cmd_predict
+from ._commands.predict import cmd_predict
 from ._commands.reduce import (
-    _KPCA_MAX_WORK,
-    _L1_MULTI_MAX_WORK,
     COMPRESS_ONLY_METHODS,
     DEFAULT_REDUCE_METHOD,
     MIN_AGREEMENT,
     REDUCE_METHODS,
-    _median_seconds,
-    _positive_int,
-    _reduce_plan,
-    _short_list,
     add_compress_options,
     cmd_reduce,
     cmd_reduce_compress,
 )
-from ._commands.reproduce import _reproduce_paths, _uses_table_options, checkout_docs, cmd_reproduce
+from ._commands.reproduce import checkout_docs, cmd_reproduce
 from ._io import (
-    _MODEL_MAGICS,
     OUTPUT_FORMATS,
     CLIError,
-    _binary_kind,
-    _check_save_target,
-    _default_column_names,
-    _format_error_message,
-    _index_like,
-    _load_sparsekm_file,
-    _looks_like_pickle,
-    _refuse_binary_data,
-    _same_file,
-    _usage_error,
     check_input_file,
     check_output_path,
     load_model,

@@ -12,12 +12,12 @@ class CLIError(Exception):
     """An error whose one-line message already says what to do (printed without a type)."""
 
 
-def _usage_error(msg):
+def usage_error(msg):
     print(f"sparsekm: error: {msg}", file=sys.stderr)
     return 2
 
 
-def _index_like(column):
+def index_like(column):
     """True when ``column`` holds 0, 1, 2, ... (a pandas RangeIndex written by to_csv)."""
     import numpy as np
 
@@ -151,7 +151,7 @@ def read_matrix(path, index_col=False, *, note=None):
         fields = first.rstrip("\r\n").split(",") if delimiter == "," else []
         pandas_index = (skip == 1 and len(fields) == X.shape[1] and X.shape[1] > 1
                         and fields[0].strip() == "" and all(f.strip() for f in fields[1:])
-                        and _index_like(X[:, 0]))  # pandas' to_csv(): an unnamed index
+                        and index_like(X[:, 0]))  # pandas' to_csv(): an unnamed index
     if X.ndim == 2 and (index_col or pandas_index) and X.shape[1] > 1:
         if pandas_index and not index_col:
             text = (f"{path}: the first column has no name in the header and holds 0, 1, 2, "
@@ -173,7 +173,7 @@ def check_output_path(path, option="-o"):
     """Refuse (usage error, exit 2) an output file whose extension names no known format."""
     suffix = Path(str(path)).suffix.lower()
     if suffix not in OUTPUT_FORMATS:
-        raise SystemExit(_usage_error(
+        raise SystemExit(usage_error(
             f"{option} {path}: unknown output format {suffix or '(no extension)'!r}; name the "
             f"file .json, .npy, .csv (comma-separated) or .txt (space-separated)"))
 
@@ -236,7 +236,7 @@ def _format_error_message(path, exc):
             "sparsekm.save or 'sparsekm reduce'")
 
 
-def _load_sparsekm_file(path, key=None, require_key=False):
+def load_sparsekm_file(path, key=None, require_key=False):
     """``sparsekm.load`` with a one-line message for files that are not sparsekm files."""
     from ..persistence import FormatError, load
 
@@ -359,7 +359,7 @@ def _same_file(a, b):
         return os.path.abspath(a) == os.path.abspath(b)
 
 
-def _check_save_target(path, force, inputs=(), option="-o"):
+def check_save_target(path, force, inputs=(), option="-o"):
     """Refuse, before any work, an output the command must not write: a folder, a file in
     a missing folder, an existing file without ``--force`` (the same rule for ``reduce``,
     ``predict``, ``export`` and ``denoise``), and one of the command's own ``inputs``

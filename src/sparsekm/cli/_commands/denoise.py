@@ -5,10 +5,10 @@ from __future__ import annotations
 import time
 
 from .._io import (
-    _check_save_target,
-    _usage_error,
     check_input_file,
     check_output_path,
+    check_save_target,
+    usage_error,
     write_matrix,
 )
 from .._options import add_command, add_force_option
@@ -32,11 +32,11 @@ def cmd_denoise(args):
     from ...models.kernel_pca import KernelPCA, linear_pca_denoise
 
     if args.gamma is not None and args.width is not None:
-        raise SystemExit(_usage_error(
+        raise SystemExit(usage_error(
             "--gamma and --width both set the RBF kernel's width (gamma = 1 / width); give "
             "one of them"))
     check_output_path(args.output, "--output")
-    _check_save_target(args.output, args.force, inputs=(args.train, args.input),
+    check_save_target(args.output, args.force, inputs=(args.train, args.input),
                        option="--output")
     X = _load_matrix(args.train, "--train")
     N = _load_matrix(args.input, "--input")

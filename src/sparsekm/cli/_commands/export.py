@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .._io import CLIError, _check_save_target, _load_sparsekm_file, read_key_file
+from .._io import CLIError, check_save_target, load_sparsekm_file, read_key_file
 from .._options import add_command, add_force_option, add_key_file_option
 
 
 def cmd_export(args):
-    _check_save_target(args.output, args.force, inputs=(args.model, args.key_file))
+    check_save_target(args.output, args.force, inputs=(args.model, args.key_file))
     if args.format == "c":  # export_c writes the header beside the source
-        _check_save_target(Path(args.output).with_suffix(".h"), args.force,
+        check_save_target(Path(args.output).with_suffix(".h"), args.force,
                            inputs=(args.model, args.key_file), option="the header of -o")
-    model = _load_sparsekm_file(args.model, key=read_key_file(args.key_file),
+    model = load_sparsekm_file(args.model, key=read_key_file(args.key_file),
                                 require_key=args.require_key)
     if args.format == "c":
         return _export_c(args, model)

@@ -6,13 +6,13 @@ import sys
 
 from .._io import (
     CLIError,
-    _check_save_target,
-    _index_like,
-    _load_sparsekm_file,
-    _usage_error,
     check_output_path,
+    check_save_target,
+    index_like,
+    load_sparsekm_file,
     read_key_file,
     read_matrix,
+    usage_error,
     write_matrix,
 )
 from .._options import add_command, add_force_option, add_key_file_option
@@ -51,7 +51,7 @@ def _check_feature_count(model, X, path):
     """A one-line hint when ``X`` has one column more than ``model`` expects and its
     first column looks like an index (a CSV written with ``to_csv()``'s index)."""
     n = _n_features(model)
-    if n is not None and X.shape[1] == n + 1 and _index_like(X[:, 0]):
+    if n is not None and X.shape[1] == n + 1 and index_like(X[:, 0]):
         raise CLIError(
             f"{path} has {X.shape[1]} columns but the model expects {n} features, and its first "
             "column holds 0, 1, 2, ... like an index: re-save it without the index "
@@ -63,16 +63,16 @@ def cmd_predict(args):
 
     if args.output:
         check_output_path(args.output)
-        _check_save_target(args.output, args.force,
+        check_save_target(args.output, args.force,
                            inputs=(args.model, args.data, args.key_file))
-    model = _load_sparsekm_file(args.model, key=read_key_file(args.key_file),
+    model = load_sparsekm_file(args.model, key=read_key_file(args.key_file),
                                 require_key=args.require_key)
     kind = _model_kind(model)
     if kind is None:
         raise CLIError(f"{args.model} holds a {type(model).__name__}, which cannot predict; "
                        "give a classifier, regressor, transformer or KernelExpansion file")
     if args.decision and kind != "classifier":
-        raise SystemExit(_usage_error(
+        raise SystemExit(usage_error(
             f"--decision applies to classifiers; {args.model} holds a {kind} "
             f"({type(model).__name__}), whose outputs are printed as they are"))
     X = read_matrix(args.data, index_col=args.index_col)

@@ -11,13 +11,13 @@ from pathlib import Path
 
 from .._io import (
     CLIError,
-    _check_save_target,
-    _usage_error,
+    check_save_target,
     load_model,
     load_object,
     read_key_file,
     read_matrix,
     reducible,
+    usage_error,
 )
 from .._options import add_command, add_force_option, add_key_file_option
 
@@ -79,10 +79,10 @@ def _reduce_plan(args, psi):
     """Check the options against the model; return (shared, n per set). Usage errors -> 2."""
     multi = psi.is_multioutput and psi.n_outputs > 1
     if args.per_class and args.shared:
-        raise SystemExit(_usage_error("--shared and --per-class contradict each other"))
+        raise SystemExit(usage_error("--shared and --per-class contradict each other"))
     if not multi and (args.per_class or args.shared):
         opt = "--per-class" if args.per_class else "--shared"
-        raise SystemExit(_usage_error(
+        raise SystemExit(usage_error(
             f"{opt} applies to models with several outputs; {args.model} has one "
             "(-n is its number of vectors)"))
     shared = multi and not args.per_class
@@ -93,7 +93,7 @@ def _reduce_plan(args, psi):
             psi.output(k).compress().n_terms for k in range(psi.n_outputs)]
         work = sum(float(m) ** 3 for size in sizes for m in range(min(n, size) + 1, size + 1))
         if work > _KPCA_MAX_WORK:
-            raise SystemExit(_usage_error(
+            raise SystemExit(usage_error(
                 f"select-kpca re-computes the eigenvectors of the remaining Gram matrix after "
                 f"every removed vector (eq. 63-65): {n_distinct} vectors down to {n} would take "
                 f"far too long (hours for large models). Use --method construct+refine (the "
@@ -103,7 +103,7 @@ def _reduce_plan(args, psi):
     if args.method == "select-l1" and not shared and n < MIN_L1_PER_MACHINE:
         # the same rule as compress's select-l1 candidate (binary machines included)
         what = "vectors per output" if multi else "vectors"
-        raise SystemExit(_usage_error(
+        raise SystemExit(usage_error(
             f"select-l1 with {n} {what}: below {MIN_L1_PER_MACHINE} vectors per "
             "binary machine the L1 path keeps no usable machine (84 % test error at 5 per "
             "pair on a one-vs-one SVC); use --method construct+refine"
@@ -113,7 +113,7 @@ def _reduce_plan(args, psi):
         if work > _L1_MULTI_MAX_WORK:
             per_class = (", or --per-class to select each output's vectors separately"
                          if n >= MIN_L1_PER_MACHINE else "")
-            raise SystemExit(_usage_error(
+            raise SystemExit(usage_error(
                 f"select-l1 with one shared set for {psi.n_outputs} outputs over "
                 f"{n_distinct} vectors (eq. 70-73) would take far too long; use --method "
                 f"construct+refine (the default){per_class}"))
@@ -128,26 +128,26 @@ def cmd_reduce(args):
     from ...reduced_set import reduce_expansion
 
     # the own-input and existing-file refusals hold for both ways of reducing
-    _check_save_target(args.output, args.force,
+    check_save_target(args.output, args.force,
                        inputs=(args.model, args.validation, args.train, args.key_file))
     if args.max_error_increase is not None or args.validation or args.train:
         return cmd_reduce_compress(args)
     if args.n_vectors is None:
-        raise SystemExit(_usage_error("reduce needs -n/--n-vectors (or --max-error-increase "
+        raise SystemExit(usage_error("reduce needs -n/--n-vectors (or --max-error-increase "
                                       "with --validation to search the size)"))
     if args.plot:
-        raise SystemExit(_usage_error("--plot applies with --validation/--train (the "
+        raise SystemExit(usage_error("--plot applies with --validation/--train (the "
                                       "candidates' report); without them there is no curve"))
     if args.time_limit is not None:
-        raise SystemExit(_usage_error("--time-limit applies with --validation/--train (it "
+        raise SystemExit(usage_error("--time-limit applies with --validation/--train (it "
                                       "stops the search over candidates); without them one "
                                       "method runs"))
     if args.method in COMPRESS_ONLY_METHODS:
-        raise SystemExit(_usage_error(
+        raise SystemExit(usage_error(
             f"--method {args.method} needs data to choose or train on: give --validation "
             "VAL and/or --train TRAIN"))
     args.method = args.method or DEFAULT_REDUCE_METHOD
-    _check_save_target(args.output, args.force)
+    check_save_target(args.output, args.force)
     key = read_key_file(args.key_file)
     model, source = load_model(args.model, args.trust_pickle, key=key,
                                require_key=args.require_key)
@@ -274,21 +274,21 @@ def cmd_reduce_compress(args):
     from ...persistence import save
 
     if args.n_vectors is not None and args.max_error_increase is not None:
-        raise SystemExit(_usage_error("give -n N (a budget) or --max-error-increase TOL (a "
+        raise SystemExit(usage_error("give -n N (a budget) or --max-error-increase TOL (a "
                                       "tolerance), not both"))
     if args.per_class:
-        raise SystemExit(_usage_error(
+        raise SystemExit(usage_error(
             "--per-class applies to -n without --validation/--train: with them, the budget "
             "counts the vectors of all classes together and multi-class models share one set"))
     if args.max_error_increase is not None and not (args.validation or args.train):
-        raise SystemExit(_usage_error("--max-error-increase needs --validation VAL and/or "
+        raise SystemExit(usage_error("--max-error-increase needs --validation VAL and/or "
                                       "--train TRAIN (rows with the class label last)"))
     method = args.method or "auto"
-    _check_save_target(args.output, args.force)
+    check_save_target(args.output, args.force)
     plot = args.plot or str(Path(args.output).with_suffix(".png"))
     if os.path.abspath(plot) == os.path.abspath(args.output):
         if args.plot:
-            raise SystemExit(_usage_error(f"--plot {args.plot} is the model's own file (-o)"))
+            raise SystemExit(usage_error(f"--plot {args.plot} is the model's own file (-o)"))
         plot = str(args.output) + ".report.png"  # -o x.png: the figure must not replace it
     key = read_key_file(args.key_file)
     # the model as saved (not converted: compress re-trains an estimator on CV folds and

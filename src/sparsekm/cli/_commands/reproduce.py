@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .._io import _usage_error
+from .._io import usage_error
 from .._options import add_command
 
 #: ``<checkout>``, if sparsekm runs from a source checkout: this file is
@@ -36,7 +36,7 @@ def _reproduce_paths(args, run_all_names):
     else:
         docs = checkout_docs()
         if docs is None:
-            raise SystemExit(_usage_error(
+            raise SystemExit(usage_error(
                 "reproduce writes figures and a results file: pass --out DIR (sparsekm is not "
                 "running from its source checkout, whose docs/ would be the default)"))
         out = docs / "figures"
@@ -73,19 +73,19 @@ def cmd_reproduce(args):
         names = list(registry)
     unknown = [n for n in names if n not in registry]
     if unknown:
-        raise SystemExit(_usage_error(f"unknown reproduction(s): {', '.join(unknown)}; "
+        raise SystemExit(usage_error(f"unknown reproduction(s): {', '.join(unknown)}; "
                                       f"run 'sparsekm reproduce list'"))
     skipped = [n for n in names if registry[n].slow] if args.skip_slow else []
     names = [n for n in names if n not in skipped]
     out, results_path = _reproduce_paths(args, run_all_names)
     if args.no_cache and args.cached_only:
-        raise SystemExit(_usage_error("--no-cache and --cached-only exclude each other"))
+        raise SystemExit(usage_error("--no-cache and --cached-only exclude each other"))
     if args.seeds < 1:
-        raise SystemExit(_usage_error(f"--seeds must be at least 1; got {args.seeds}"))
+        raise SystemExit(usage_error(f"--seeds must be at least 1; got {args.seeds}"))
     if not any(_uses_table_options(n) for n in names):
         for opt, given in (("--datasets", args.datasets), ("--seeds", args.seeds != 3)):
             if given:
-                raise SystemExit(_usage_error(
+                raise SystemExit(usage_error(
                     f"{opt} applies to the Wu et al. tables (wu-table1, wu-table2, "
                     f"wu-table3); {', '.join(names) or 'nothing'} would ignore it"))
     datasets = None
@@ -95,7 +95,7 @@ def cmd_reproduce(args):
         datasets = tuple(d.strip() for d in args.datasets.split(",") if d.strip())
         bad = [d for d in datasets if d not in COLUMNS]
         if bad:
-            raise SystemExit(_usage_error(f"unknown data set(s) for --datasets: "
+            raise SystemExit(usage_error(f"unknown data set(s) for --datasets: "
                                           f"{', '.join(bad)}; choose from {', '.join(COLUMNS)}"))
     cache = args.cache
     if cache is None:
@@ -112,7 +112,7 @@ def cmd_reproduce(args):
               + (f" (their sections in {results_path} are kept)" if results_path else ""))
     if args.render_only:
         if not results_path:
-            raise SystemExit(_usage_error("--render-only needs --write-results FILE or 'all'"))
+            raise SystemExit(usage_error("--render-only needs --write-results FILE or 'all'"))
         write_results(results_path, registry, {}, mark_kept=False)
         print(f"re-rendered {results_path} from the modules' section texts (nothing re-run)")
         return 0
