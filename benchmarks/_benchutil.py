@@ -1,4 +1,4 @@
-"""Helpers shared by ``bench_predict_vs_sklearn.py`` and ``bench_scaling.py``.
+"""Helpers shared by the benchmarks.
 
 Timing (best of several repeats, wall and process-CPU clocks, optionally interleaved
 so that a burst of load from other jobs hits every contender alike), least-squares
@@ -8,10 +8,17 @@ into every JSON file.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import platform
+import shutil
+import subprocess
+import sys
+import tempfile
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 from scipy.optimize import nnls
@@ -158,3 +165,68 @@ class PeriodicSampler:
         self._thread.join()
         self._sample()
         return False
+
+
+def write_results(path, obj, **dump_kw):
+    """Write a results file with its provenance: ``obj["provenance"] = stamp()``.
+
+    The one way benchmarks write ``benchmarks/results/*.json`` (issue 38): commit,
+    versions, BLAS library and kernel, numpy's CPU features, threads and load, from
+    :func:`sparsekm._provenance.stamp`. A list of runs (one appended per call) gets
+    the stamp on its last run. ``dump_kw`` go to :func:`json.dumps` (default
+    ``indent=1``).
+    """
+    import json
+    from pathlib import Path
+
+    from sparsekm._provenance import stamp
+
+    if isinstance(obj, dict):
+        obj["provenance"] = stamp()
+    elif isinstance(obj, list) and obj and isinstance(obj[-1], dict):
+        obj[-1]["provenance"] = stamp()
+    else:
+        raise TypeError(f"write_results: a dict or a list of dicts, not {type(obj).__name__}")
+    dump_kw.setdefault("indent", 1)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(obj, **dump_kw) + "\n")
+    tmp.replace(path)
+    return path
+
+
+@contextlib.contextmanager
+def checkout_at(ref):
+    """The library as it was at git ``ref``: a temporary ``git worktree`` of this repository
+    (detached, removed afterwards); yields its ``src`` folder.
+
+    The benchmarks' "before" arms run the same measuring code against this checkout (the
+    previous code path as it was the default then), rather than switches kept in the
+    library for them."""
+    root = Path(__file__).resolve().parents[1]
+    tmp = Path(tempfile.mkdtemp(prefix="sparsekm-before-"))
+    path = tmp / "checkout"
+    subprocess.run(["git", "-C", str(root), "worktree", "add", "--detach", str(path), ref],
+                   check=True, capture_output=True, text=True)
+    try:
+        yield path / "src"
+    finally:
+        subprocess.run(["git", "-C", str(root), "worktree", "remove", "--force", str(path)],
+                       check=False, capture_output=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run_arm_at(ref, script, argv):
+    """Run ``script`` (a benchmark of this checkout) with ``argv`` in a fresh process that
+    imports ``sparsekm`` from git ``ref`` (:func:`checkout_at`); returns the JSON object
+    the script prints on its last line of output, with the commit it measured."""
+    with checkout_at(ref) as src:
+        env = {**os.environ, "PYTHONPATH": str(src)}  # not this checkout's src
+        out = subprocess.run([sys.executable, str(script), *argv], env=env, check=True,
+                             capture_output=True, text=True)
+        commit = subprocess.run(["git", "-C", str(src.parent), "rev-parse", "HEAD"],
+                                check=True, capture_output=True, text=True).stdout.strip()
+    row = json.loads(out.stdout.strip().splitlines()[-1])
+    row["commit"] = commit
+    return row

@@ -39,7 +39,7 @@ from sparsekm import KernelExpansion
 from sparsekm.kernels import RBF
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _benchutil import PeriodicSampler  # noqa: E402
+from _benchutil import PeriodicSampler, write_results  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -152,7 +152,7 @@ def main(argv=None):
                    "process (which also runs the scheduler) holds the predictions "
                    f"({args.rows * 8 / 1e6:.0f} MB).")
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "dask.json").write_text(json.dumps(out, indent=2) + "\n")
+    write_results((RESULTS / "dask.json"), out, indent=2)
     print(json.dumps(out, indent=2))
     return out
 

@@ -55,7 +55,7 @@ from sparsekm.kernels import RBF
 from sparsekm.models import ApproxSVC
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _benchutil import PeriodicSampler  # noqa: E402
+from _benchutil import PeriodicSampler, write_results  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 GiB = 2**30
@@ -226,7 +226,7 @@ def cache_comparison(args, params, kernel, X_test, y_test):
 
     def save():
         RESULTS.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(out, indent=2) + "\n")
+        write_results(Path(args.out), out, indent=2)
 
     for n in args.sizes:
         ref = None
@@ -288,7 +288,7 @@ def main(argv=None):
 
     def save():
         RESULTS.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(out, indent=2) + "\n")
+        write_results(Path(args.out), out, indent=2)
 
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   memory_limit=f"{args.worker_memory_gib}GiB",

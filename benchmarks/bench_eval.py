@@ -54,7 +54,7 @@ from sparsekm.config import threads
 from sparsekm.kernels import RBF
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _benchutil import digits_data  # noqa: E402
+from _benchutil import digits_data, write_results  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -254,7 +254,7 @@ def main(argv=None):
         "float32_expansion_speedup": {m: v >= 1.6 for m, v in f32.items()},
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "eval.json").write_text(json.dumps(out, indent=2) + "\n")
+    write_results((RESULTS / "eval.json"), out, indent=2)
     print(json.dumps(out, indent=2))
     return out
 

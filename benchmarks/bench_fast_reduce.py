@@ -21,10 +21,14 @@ import argparse
 import json
 import os
 import platform
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _benchutil import write_results  # noqa: E402
 
 
 def _timed(fn):
@@ -138,7 +142,7 @@ def main(argv=None):
         out.update(seed_spread(Xtr, ytr, Xte, yte, 1 / 128,
                                [int(v) for v in args.seed_spread.split(",")]))
         out["load_after"] = list(os.getloadavg())
-        Path(args.out).write_text(json.dumps(out, indent=2))
+        write_results(Path(args.out), out, indent=2)
         print(json.dumps(out["mean"], indent=2))
         return
     results = {"machine": {"platform": platform.platform(), "cpu_count": os.cpu_count(),
@@ -152,7 +156,7 @@ def main(argv=None):
         results["datasets"].append(run_dataset(name, Xtr, ytr, Xte, yte, gamma,
                                                compare=name in args.compare.split(",")))
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(results, indent=2))
+        write_results(Path(args.out), results, indent=2)
     print(json.dumps(results, indent=2))
 
 

@@ -11,11 +11,13 @@ every C's fit counted), and sparsekm's
 * ``shared SLMC from RS``: SLMC with one shared ``Z`` started from the shared RS (its
   construction time included).
 
-Each method runs twice: ``before`` (the previous code path and defaults: inner SVM by an
-interior point on all samples, warm active set limited to 6 steps, phase 2 until
+Each method runs twice: ``before`` (the library at git ``--before-ref``, default
+:data:`BEFORE_REF`, the commit before the speed-ups, run by this script in a second
+process on a temporary ``git worktree`` of it: inner SVM by an interior point on all
+samples, warm active set limited to 6 steps; with the previous defaults, phase 2 until
 scipy's ``ftol = 1e-14`` or 300 iterations, SLMC ``max_iter=100``, ``tol=1e-6``) and
-``after`` (working-set interior point, phase 2 stopped at ``refine_tol``, SLMC stopped at
-``slmc_tol``). All seconds are CPU seconds of this process (``time.process_time``;
+``after`` (this checkout: working-set interior point, phase 2 stopped at ``refine_tol``,
+SLMC stopped at ``slmc_tol``). All seconds are CPU seconds of this process (``time.process_time``;
 ``OMP_NUM_THREADS=1``), ratios are within one run; the 1-minute load average is
 recorded beside them (the machine is shared). Nothing is chosen on the test set.
 
@@ -30,10 +32,14 @@ import argparse
 import json
 import os
 import platform
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _benchutil import run_arm_at, write_results  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "fast_winners.json"
@@ -44,6 +50,9 @@ VAL_FRACTION = 0.15
 #: The "after" settings (see the module docstring).
 AFTER = {"refine_tol": 1e-3, "refine_max_iter": 300, "slmc_tol": 1e-3, "slmc_max_iter": 100}
 BEFORE = {"refine_tol": 1e-14, "refine_max_iter": 300, "slmc_tol": 1e-6, "slmc_max_iter": 100}
+#: The "before" library: the parent of the commit that brought the working-set interior
+#: point (2b5163d).
+BEFORE_REF = "2b5163d^"
 
 
 def _data(name):
@@ -63,18 +72,6 @@ def _cpu():
 
 def _load():
     return round(os.getloadavg()[0], 2)
-
-
-def _code_path(after):
-    """Switch the inner-SVM path of the SLMC solvers between the old and the new one."""
-    from sparsekm.sparse_learning import fixed_z
-    fixed_z._WORKING_SET = after
-    fixed_z._WARM_ACTIVE_SET_ITER = 30 if after else 6
-    fixed_z._IPM_NEAR = 1e-8 if after else 0.0
-    # the active-set speed-ups of bench_slmc_speed (off in the old path)
-    fixed_z._GRAM_FORM = fixed_z._DAMPED_ACTIVE_SET = after
-    fixed_z._IPM_EARLY = (1e-3, 1e-4, 1e-5, 1e-6, 1e-8, 1e-10) if after else ()
-    fixed_z._RETRY_DAMP = (0, 0.2, 3) if after else None
 
 
 def _error(expansion, X, y, classes):
@@ -137,11 +134,10 @@ def nystroem_peer(X_fit, y_fit, X_val, y_val, X_test, y_test, gamma, budget,
             "test_error": float(np.mean(best[2].predict(tr(X_test)) != y_test))}
 
 
-def _methods(psi, Xtr, ytr, Xte, yte, gamma, C, classes, settings, after):
+def _methods(psi, Xtr, ytr, Xte, yte, gamma, C, classes, settings):
     from sparsekm.kernels import RBF
     from sparsekm.models import SLMC
     from sparsekm.reduced_set import construct, refine
-    _code_path(after)
     out = {}
     t = _cpu()
     rs = construct(psi, BUDGET, shared=True, random_state=SEED)
@@ -169,7 +165,20 @@ def _methods(psi, Xtr, ytr, Xte, yte, gamma, C, classes, settings, after):
     return out
 
 
-def run(name, which, before_slmc_iters=None):
+def _one_arm(name, settings):
+    """The methods alone with ``settings`` (run in the "before" process): prints their rows
+    as JSON on the last line."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+    warnings.simplefilter("ignore", ConvergenceWarning)
+    (Xtr, ytr, Xte, yte), gamma, C = _data(name)
+    svc, _, psi = _svc(Xtr, ytr, gamma, C)
+    rows = _methods(psi, Xtr, ytr, Xte, yte, gamma, C, svc.classes_, settings)
+    print(json.dumps({"methods": rows}))
+
+
+def run(name, which, before_slmc_iters=None, before_ref=BEFORE_REF):
     import warnings
 
     from sklearn.exceptions import ConvergenceWarning
@@ -188,7 +197,14 @@ def run(name, which, before_slmc_iters=None):
         if label == "before" and before_slmc_iters:
             # the old SLMC path is slow: run fewer iterations, extrapolate per iteration
             settings["slmc_max_iter"] = before_slmc_iters
-        rows = _methods(psi, Xtr, ytr, Xte, yte, gamma, C, classes, settings, label == "after")
+        if label == "after":
+            rows = _methods(psi, Xtr, ytr, Xte, yte, gamma, C, classes, settings)
+        else:
+            arm = run_arm_at(before_ref, __file__,
+                             ["--one-arm", name, "--settings", json.dumps(settings)])
+            rows = arm["methods"]
+            for row in rows.values():
+                row["commit"] = arm["commit"]
         slmc = rows["shared SLMC from RS"]
         if label == "before" and before_slmc_iters:
             rs_s = rows["shared RS"]["seconds"]
@@ -204,7 +220,6 @@ def run(name, which, before_slmc_iters=None):
             row["ratio_to_reference"] = row["seconds"] / ref_s
         res[label] = {"settings": settings, "methods": rows}
         print(name, label, json.dumps(rows, indent=1), flush=True)
-    _code_path(True)
     return res
 
 
@@ -249,7 +264,13 @@ def main(argv=None):
     p.add_argument("--before-slmc-iters", type=int, default=None,
                    help="run the old SLMC path for this many iterations only and "
                         "extrapolate its time to max_iter=100 (flagged in the JSON)")
+    p.add_argument("--before-ref", default=BEFORE_REF,
+                   help="git commit of the 'before' library (default: %(default)s)")
+    p.add_argument("--one-arm", metavar="DATASET", help=argparse.SUPPRESS)
+    p.add_argument("--settings", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.one_arm:
+        return _one_arm(args.one_arm, json.loads(args.settings))
     out = Path(args.out)
     results = json.loads(out.read_text()) if out.exists() else {}
     results["_meta"] = {"machine": platform.processor() or platform.machine(),
@@ -258,13 +279,13 @@ def main(argv=None):
                         "timing": "CPU seconds (time.process_time) of one process",
                         "after_settings": AFTER, "before_settings": BEFORE}
     for name in args.datasets.split(","):
-        runs = [run(name, args.which.split(","), args.before_slmc_iters)
+        runs = [run(name, args.which.split(","), args.before_slmc_iters, args.before_ref)
                 for _ in range(max(1, args.repeat))]
         results[name] = runs[0]
         if len(runs) > 1:
             results[name]["repeats"] = _repeats(runs, args.which.split(","))
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(results, indent=1, sort_keys=True))
+        write_results(out, results, indent=1, sort_keys=True)
     return results
 
 

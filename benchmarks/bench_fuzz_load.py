@@ -20,6 +20,11 @@ key, accepted files whose content differs from the original ("modified files
 accepted"). Issue 26 added crafted cases: projection sizes as floats and strings,
 duplicate JSON keys, ``Pipeline(memory=...)``, edited scaler state, a million ZIP
 members, a local header that disagrees with the directory, a signed file without key.
+Issue 38 added: many references to one array, feature names (a 4 MB text array of a
+million names, 1 and 20 references), nested Pipelines, signed files with unauthenticated
+bytes (a gap, bytes after a member's data, a prepended script, a NUL in a name), edited
+fitted state (scheme_ deleted, y_type_, NaN/inf in KernelPCA, text beyond U+10FFFF), a
+writer rewriting a signed file while it is loaded with the key, and concurrent saves.
 
 Writes ``benchmarks/results/fuzz_load.json``. Run niced:
 ``OMP_NUM_THREADS=1 nice -n 10 python benchmarks/bench_fuzz_load.py``.
@@ -535,6 +540,7 @@ def crafted_cases(d, seeds, bomb_mb):
     write_members(p, members, compress={members[1][0]: zipfile.ZIP_LZMA})
     cases.append(("LZMA-compressed array member", p, None, "refused"))
     cases += issue26_cases(d, seeds)
+    cases += issue38_cases(d, seeds)
     fifo = d / "fifo.skm"
     os.mkfifo(fifo)
     cases.append(("FIFO", fifo, None, "refused"))
@@ -658,6 +664,185 @@ def issue26_cases(d, seeds):
     return cases
 
 
+def craft(path, obj, arrays, prefix=b"", gap_before=None, after_data=b""):
+    """A file holding ``obj`` (a JSON tree) and ``arrays`` with correct digests; raw bytes
+    may be put before the archive, before a member or after the last member's data."""
+    meta = {"format": "sparsekm", "schema_version": 1, "object": obj, "arrays": {}}
+    members = []
+    for name, a in arrays.items():
+        buf = io.BytesIO()
+        np.lib.format.write_array(buf, a, allow_pickle=False)
+        members.append((f"arrays/{name}.npy", buf.getvalue()))
+        meta["arrays"][name] = {"dtype": a.dtype.str, "shape": list(a.shape),
+                                "sha256": hashlib.sha256(a.tobytes()).hexdigest()}
+    rezip(path, [("meta.json", json.dumps(meta).encode())] + members, prefix, gap_before,
+          after_data)
+
+
+def rezip(path, members, prefix=b"", gap_before=None, after_data=b""):
+    with open(path, "wb") as fh:
+        fh.write(prefix)
+        with zipfile.ZipFile(fh, "w") as zf:
+            for name, data in members:
+                if name == gap_before:
+                    fh.write(b"\0" * 4096)
+                    zf.start_dir = fh.tell()  # zipfile writes the next member there
+                zf.writestr(name, data)
+            fh.write(after_data)
+            zf.start_dir = fh.tell()
+
+
+def issue38_cases(d, seeds):
+    """The crafted files of issue 38 (the format's half)."""
+    from sklearn.multiclass import OneVsRestClassifier
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.svm import SVC
+
+    from sparsekm import save
+    from sparsekm.kernels import RBF
+    from sparsekm.models import KernelFisherDiscriminant, ReducedSetClassifier
+
+    kfd, kfd_signed = seeds["kfd"]
+    cases = []
+    rbf = {"__type__": "kernel", "spec": {"name": "RBF", "params": {"gamma": 1.0}}}
+    expansion = {"__type__": "expansion", "vectors": {"__type__": "ndarray", "ref": "a0"},
+                 "coef": {"__type__": "ndarray", "ref": "a1"}, "kernel": rbf, "intercept": 0.0}
+    arrays = {"a0": np.ones((20_000, 60), np.float16), "a1": np.ones(20_000, np.float16)}
+    for n_refs in (1, 40, 400):
+        p = d / f"refs_{n_refs}.skm"
+        craft(p, [expansion] * n_refs, arrays)
+        cases.append((f"{n_refs} expansion(s) referencing one 2.4 MB float16 array", p, None,
+                      "accepted" if n_refs == 1 else "refused"))
+    n = 1_000_000
+    names = np.array([chr(0x4E00 + i % 20_000) for i in range(n)])
+    scaler = StandardScaler(with_mean=False, with_std=False).fit(np.ones((3, 2)))
+    save(scaler, d / "scaler.skm")
+    node = json.loads(read_members(d / "scaler.skm")[0][1])["object"]
+    node["state"].update(n_features_in_=n, feature_names_in_={"__type__": "ndarray", "ref": "a0"})
+    for n_refs in (1, 20):
+        p = d / f"names_{n_refs}.skm"
+        craft(p, [node] * n_refs, {"a0": names})
+        cases.append((f"feature_names_in_: 1,000,000 one-character names (4 MB), {n_refs} "
+                      "reference(s)", p, None, "refused"))
+    X = np.random.default_rng(0).normal(size=(20, 3))
+    for levels in (6, 13):
+        pipe = Pipeline([("scale", StandardScaler())])
+        for _ in range(levels - 2):
+            pipe = Pipeline([("inner", pipe)])
+        p = d / f"nested_{levels}.skm"
+        save(pipe.fit(X), p)
+        cases.append((f"Pipelines nested {levels} levels", p, None,
+                      "accepted" if levels == 6 else "refused"))
+    members = read_members(kfd_signed)
+    for label, kw in (("a 4 KB gap between members", {"gap_before": members[1][0]}),
+                      ("bytes after the last member's data", {"after_data": b"echo owned\n"}),
+                      ("a prepended shell script", {"prefix": b"#!/bin/sh\necho owned; exit\n"})):
+        p = d / f"signed_{label.split()[-1]}.skm"
+        rezip(p, members, **kw)
+        cases.append((f"signed file with {label}, loaded with key", p, KEY, "refused"))
+    p = d / "signed_nul.skm"
+    rezip(p, [("meta.jsonXevil" if n == "meta.json" else n, v) for n, v in members])
+    p.write_bytes(p.read_bytes().replace(b"meta.jsonXevil", b"meta.json\0evil"))
+    cases.append(("signed file, member name 'meta.json\\0evil', loaded with key", p, KEY,
+                  "refused"))
+    Xm, ym = make_classification_3(60)
+    ovo = ReducedSetClassifier(SVC(C=10), n_vectors=4, random_state=0).fit(Xm, ym)
+    save(ovo, d / "ovo.skm")
+    p = d / "ovo_no_scheme.skm"
+    edit_meta(d / "ovo.skm", p, lambda m, _: m["object"]["state"].pop("scheme_"))
+    cases.append(("one-vs-one reduced model (3 classes) with scheme_ deleted", p, None,
+                  "refused"))
+    ovr = OneVsRestClassifier(KernelFisherDiscriminant(kernel=RBF(0.5))).fit(Xm, ym == 1)
+    save(ovr, d / "ovr.skm")
+    p = d / "ovr_multiclass.skm"
+    edit_meta(d / "ovr.skm", p, lambda m, _: m["object"]["state"]["label_binarizer_"]["state"]
+              .update(y_type_="multiclass"))
+    cases.append(("binary one-vs-rest with y_type_='multiclass'", p, None, "refused"))
+    for v in ("NaN", "Infinity"):
+        p = d / f"kpca_{v}.skm"
+        edit_meta(seeds["kernel_pca"][0], p, lambda m, _, v=v: m["object"]["state"].update(
+            K_fit_all_=float(v.lower()[:3])))
+        cases.append((f"KernelPCA with K_fit_all_ = {v}", p, None, "refused"))
+    p = d / "text_beyond_unicode.skm"
+    craft(p, {"__type__": "ndarray", "ref": "a0"},
+          {"a0": np.array([0x41, 0x110000], np.uint32).view("<U1")})
+    cases.append(("text array with code point U+110000", p, None, "refused"))
+    return cases
+
+
+def make_classification_3(n):
+    from sklearn.datasets import make_classification
+
+    return make_classification(n, n_features=4, n_informative=3, n_redundant=0, n_classes=3,
+                               random_state=0)
+
+
+def swap_race(d, seeds, runner, n_loads):
+    """Issue 38, item 4: a writer rewrites a signed file in place, between the original and
+    a tampered copy (intercept shifted, digests recomputed), while it is loaded with the key.
+    Returns the outcomes; "loaded" with changed content would be a tampered model accepted."""
+    import threading
+
+    kfd, kfd_signed = seeds["kfd"]
+    tampered = d / "race_tampered.skm"
+
+    def shift(m, _):
+        m["object"]["state"]["intercept_"] += 1.0
+        m["object"]["state"]["expansion_"]["intercept"] += 1.0
+    edit_meta(kfd_signed, tampered, shift)
+    good, bad = kfd_signed.read_bytes(), tampered.read_bytes()
+    target = d / "race.skm"
+    target.write_bytes(good)
+    stop = threading.Event()
+
+    def writer():
+        i = 0
+        while not stop.is_set():
+            with open(target, "r+b") as fh:
+                fh.write(bad if i % 2 else good)
+                fh.truncate()
+            i += 1
+    t = threading.Thread(target=writer, daemon=True)
+    t.start()
+    out = collections.Counter()
+    try:
+        for _ in range(n_loads):
+            res = runner.load(target, key=KEY, original=kfd)
+            out[res["outcome"]] += 1
+            if res["outcome"] == "loaded" and not res.get("same_content", True):
+                out["tampered_accepted"] += 1
+    finally:
+        stop.set()
+        t.join()
+    return dict(out)
+
+
+def concurrent_saves(d, seeds, n_threads=4, n_each=40):
+    """Issue 38, item 7: threads saving different models to one path at once."""
+    import threading
+
+    from sparsekm import load, save
+
+    models = [load(seeds[name][0]) for name in ("kfd", "kernel_pca", "greedy_basis", "pipeline")]
+    path, errors = d / "concurrent.skm", []
+
+    def worker(m):
+        for _ in range(n_each):
+            try:
+                save(m, path)
+            except Exception as exc:  # noqa: BLE001 - counted
+                errors.append(f"{type(exc).__name__}: {exc}"[:200])
+    threads = [threading.Thread(target=worker, args=(models[i % 4],)) for i in range(n_threads)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    load(path)
+    return {"saves": n_threads * n_each, "failures": len(errors), "examples": errors[:3],
+            "temporary_files_left": len([n for n in os.listdir(d) if n.endswith(".skm-tmp")])}
+
+
 def save_cases(d, seeds):
     """The write-side attacks: symlink at the old temp name, directory target, failure."""
     from sparsekm import load, save
@@ -700,6 +885,8 @@ def main(argv=None):
     ap.add_argument("--n-signed", type=int, default=3_000, help="signed mutants, loaded with key")
     ap.add_argument("--timeout", type=float, default=10.0, help="seconds per load")
     ap.add_argument("--bomb-mb", type=int, default=256, help="uncompressed size of the bombs")
+    ap.add_argument("--n-race", type=int, default=1000,
+                    help="signed loads while a writer swaps the file in place")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "fuzz_load.json"))
     args = ap.parse_args(argv)
@@ -709,7 +896,7 @@ def main(argv=None):
 
     warnings.filterwarnings("ignore", message="Duplicate name")  # crafted on purpose
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from _benchutil import machine
+    from _benchutil import machine, write_results
 
     import sparsekm
 
@@ -722,7 +909,8 @@ def main(argv=None):
     seed_members = {k: (read_members(v[0]), read_members(v[1])) for k, v in seeds.items()}
     runner = Runner(args.timeout)
     counts = collections.defaultdict(collections.Counter)
-    worst = {"peak_over_file_size": 0.0, "seconds": 0.0}
+    worst = {"peak_over_file_size": 0.0, "seconds": 0.0, "peak_over_file_size_1mb": 0.0,
+             "peak_over_load_budget": 0.0}
     examples = collections.defaultdict(list)
     t_start = time.perf_counter()
 
@@ -738,6 +926,10 @@ def main(argv=None):
             c["over_bound"] += 1
             examples["over_bound"].append({"kind": kind, "peak": peak, "size": size})
         worst["peak_over_file_size"] = max(worst["peak_over_file_size"], peak / size)
+        if size >= 2**20:
+            worst["peak_over_file_size_1mb"] = max(worst["peak_over_file_size_1mb"], peak / size)
+        worst["peak_over_load_budget"] = max(worst["peak_over_load_budget"],
+                                             peak / (4 * size + 16 * 2**20))
         worst["seconds"] = max(worst["seconds"], res.get("seconds", 0.0))
         if res.get("undeclared"):
             c["injected_restored"] += 1
@@ -786,14 +978,17 @@ def main(argv=None):
                         "warnings": res.get("warnings"), "seconds": res.get("seconds")})
         print(f"{outcome:9s} {name}: {str(res.get('error', ''))[-110:]}", flush=True)
     runner.kill()
+    race = swap_race(d, seeds, runner, args.n_race)
+    runner.kill()
     writes = save_cases(d, seeds)
+    writes["concurrent saves to one path (issue 38)"] = concurrent_saves(d, seeds)
 
     total = collections.Counter()
     for c in counts.values():
         total.update(c)
     mutants = args.n_mutations + args.n_signed
     result = {
-        "benchmark": "fuzz campaign against sparsekm.load (issues 13 and 26)",
+        "benchmark": "fuzz campaign against sparsekm.load (issues 13, 26 and 38)",
         "command": "OMP_NUM_THREADS=1 nice -n 10 python benchmarks/bench_fuzz_load.py "
                    + " ".join(sys.argv[1:]),
         "sparsekm_version": sparsekm.__version__,
@@ -819,7 +1014,12 @@ def main(argv=None):
             "worker_restarts": runner.restarts,
         },
         "worst": {"peak_bytes_over_file_bytes": worst["peak_over_file_size"],
+                  "peak_bytes_over_file_bytes_files_over_1MB": worst["peak_over_file_size_1mb"],
+                  "peak_over_load_budget": worst["peak_over_load_budget"],
+                  "load_budget": "LOAD_FACTOR x file size + LOAD_SLACK = 4 x size + 16 MiB "
+                                 "(issue 38)",
                   "load_seconds": worst["seconds"]},
+        "signed_file_rewritten_during_load_with_key": race,
         "by_kind": {k: dict(v) for k, v in sorted(counts.items()) if not k.startswith("crafted")},
         "crafted": crafted,
         "save_side": writes,
@@ -828,8 +1028,7 @@ def main(argv=None):
         "mutants_per_second": mutants / (time.perf_counter() - t_start),
     }
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    with open(args.out, "w") as fh:
-        json.dump(result, fh, indent=1, default=str)
+    write_results(args.out, json.loads(json.dumps(result, default=str)), indent=1)
     print(json.dumps(result["totals"], indent=1))
     print(f"wrote {args.out}")
     return result

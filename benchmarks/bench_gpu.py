@@ -28,10 +28,14 @@ import argparse
 import json
 import os
 import platform
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _benchutil import write_results  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "gpu.json"
@@ -93,7 +97,7 @@ def main(argv=None):
     def record(row):
         res["rows"].append(row)
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(res, indent=1))
+        write_results(out, res, indent=1)
         print(json.dumps(row), flush=True)
 
     res["machine"]["device"] = args.device

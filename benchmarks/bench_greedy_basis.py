@@ -28,6 +28,7 @@ import gc
 import json
 import os
 import platform
+import sys
 import time
 import tracemalloc
 from pathlib import Path
@@ -38,6 +39,9 @@ from threadpoolctl import threadpool_limits
 
 from sparsekm.approx import GreedyBasis
 from sparsekm.kernels import RBF
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _benchutil import write_results  # noqa: E402
 
 DATASETS = {
     "clusters-lowdim-zipf": "50 clusters with Zipf sizes (p_k ~ 1/k), each a 5-dim Gaussian on a "
@@ -110,7 +114,7 @@ def main(argv=None):
     results["machine"]["load_average_at_end"] = os.getloadavg()
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2))
+    write_results(out, results, indent=2)
     print(f"wrote {out}")
 
 

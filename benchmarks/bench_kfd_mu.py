@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _benchutil import machine  # noqa: E402
+from _benchutil import machine, write_results  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 MU_GRID = (1e-3, 1e-2, 0.1, 1.0)
@@ -142,7 +142,7 @@ def main(argv=None):
         "kfd": "KernelFisherDiscriminant, default regulariser", "splits": "IDA 1-5"},
         "rows": rows, "summary": summarize(rows)}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(res, indent=1))
+    write_results(Path(args.out), res, indent=1)
     print(json.dumps(res["summary"]["gap_to_kfd"], indent=1))
     return res
 

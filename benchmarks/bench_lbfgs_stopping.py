@@ -29,6 +29,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "lbfgs_stopping.json"
 sys.path.insert(0, str(ROOT / "benchmarks"))
+from _benchutil import write_results  # noqa: E402
 
 
 def main():
@@ -57,11 +58,11 @@ def main():
                    "load_1min": os.getloadavg()[0]}
             rows.append(row)
             print(json.dumps(row), flush=True)
-            OUT.write_text(json.dumps({"rows": rows, "meta": {
+            write_results(OUT, {"rows": rows, "meta": {
                 "timing": "CPU seconds (time.process_time), OMP_NUM_THREADS=1",
                 "data": "ringnorm generator (bench_dask_fit.numpy_ringnorm), 20 features, "
                         "C=1, 50-vector greedy basis, RBF(1/40); test: 1e5 fresh rows"}},
-                indent=1))
+                indent=1)
     approx_svm._LBFGS_TOL = default
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _benchutil import machine  # noqa: E402
+from _benchutil import machine, write_results  # noqa: E402
 
 import sparsekm  # noqa: E402
 from sparsekm import KernelExpansion, load, save  # noqa: E402
@@ -135,8 +135,7 @@ def main(argv=None):
         "array_heavy": arrays,
     }
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    with open(args.out, "w") as fh:
-        json.dump(result, fh, indent=1)
+    write_results(args.out, result, indent=1)
     print(f"wrote {args.out}")
     return result
 

@@ -52,6 +52,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _benchutil import write_results  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_fast_winners import C_GRID, nystroem_peer  # noqa: E402  (the same peer)
 
 OUT = Path(__file__).resolve().parent / "results" / "many_classes.json"
@@ -106,8 +109,9 @@ def _svc(X, y, seed):
 
 
 def run(seeds, budgets, out_path=OUT, quick=False):
-    import sparsekm
     from sklearn.model_selection import train_test_split
+
+    import sparsekm
     warnings.simplefilter("ignore")
     results = json.loads(out_path.read_text()) if out_path.exists() else {"rows": []}
     done = {(r["seed"], r["budget"]) for r in results["rows"]}
@@ -161,7 +165,7 @@ def _append(out_path, row):
         results["rows"].append(row)
         results["rows"].sort(key=lambda r: (r["budget"], r["seed"]))
         results["summary"] = summary(results["rows"])
-        out_path.write_text(json.dumps(results, indent=1))
+        write_results(out_path, results, indent=1)
     return results
 
 
@@ -218,7 +222,7 @@ def main(argv=None):
         results = json.loads(args.out.read_text())
         results["protocol"] = PROTOCOL
         results["summary"] = summary(results["rows"])
-        args.out.write_text(json.dumps(results, indent=1))
+        write_results(args.out, results, indent=1)
         print(json.dumps(results["summary"], indent=1))
         return
     run(args.seeds, args.budgets, args.out, quick=args.quick)

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _benchutil import digits_data, machine  # noqa: E402
+from _benchutil import digits_data, machine, write_results  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent
 OUT = ROOT / "results" / "onnx.json"
@@ -161,7 +161,7 @@ def main(argv=None):
            "threads": 1, "single_row_calls": n_calls, "systems": results, "parity": parity,
            "summary": summary, "machine": machine()}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(out, indent=2) + "\n")
+    write_results(Path(args.out), out, indent=2)
     w = max(len(k) for k in results)
     print(f"{'system':<{w}}  median ms  p99 ms  rows/s   x sklearn")
     for k, r in results.items():

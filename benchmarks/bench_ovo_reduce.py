@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _benchutil import machine  # noqa: E402
+from _benchutil import machine, write_results  # noqa: E402
 
 
 def median_times(fns, repeat):
@@ -139,7 +139,7 @@ def main(argv=None):
         "machine": machine(),
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(out, indent=2))
+    write_results(Path(args.out), out, indent=2)
     print(json.dumps({k: out[k] for k in ("result", "predict_seconds_median",
                                           "speedup_vs_exact_sparsekm", "speedup_vs_sklearn",
                                           "targets")}, indent=2))

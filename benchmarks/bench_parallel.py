@@ -28,8 +28,12 @@ import json
 import logging
 import os
 import platform
+import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _benchutil import write_results  # noqa: E402
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -108,7 +112,7 @@ def main(argv=None):
             }
             print(name, json.dumps(out["systems"][name]), flush=True)
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "parallel.json").write_text(json.dumps(out, indent=2) + "\n")
+    write_results((RESULTS / "parallel.json"), out, indent=2)
     print(json.dumps(out, indent=2))
 
 

@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _benchutil import machine  # noqa: E402
+from _benchutil import machine, write_results  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -490,7 +490,9 @@ def m_compress_auto(ctx, budgets):
     the cell's ``val_error`` is that method's). Only training data enter the check."""
     from collections import Counter
 
-    from sparsekm.compress import _Candidates, _rebuild_margin, _Split, compress
+    from sparsekm.compress import CANDIDATES, FULL, CandidateFit, Problem, _rebuild_margin, compress
+    from sparsekm.compress._candidates import Split
+    from sparsekm.compress._search import _source_C
     from sparsekm.multiclass import ExpansionClassifier
     est = ctx.svc_ovr()[0]
     out = {}
@@ -513,9 +515,16 @@ def m_compress_auto(ctx, budgets):
                     # chosen on a fold whose SVC had at most b vectors; the SVC refitted on
                     # all training data has more: its reduced set at the budget stands in
                     method, variant = "construct", "b kept"
-                clf = exact if method == "original" else \
-                    _Candidates(exact, True, 5, 200, SEED).build(
-                        _Split(ctx.X_fit, ctx.y_fit, None, None, exact), method, b, variant)
+                split = Split(ctx.X_fit, ctx.y_fit, None, None, exact)
+                # the C values compress tried: those nearest the SVC's C (its report's labels)
+                problem = Problem(exact, [split], None, True, 5, 200, SEED,
+                                  source_C=_source_C(est))
+                if method != "original":
+                    cand = CANDIDATES[method]
+                    chosen = next(v for v in cand.variants(problem, FULL) if v.label == variant)
+                clf = exact if method == "original" else cand.build(
+                    problem, split, b, chosen, FULL,
+                    CandidateFit(None, None, float("nan"), "full"), all_rows=True)
                 tried.append((name, method, variant, clf))
                 if name not in means:
                     break
@@ -1156,7 +1165,7 @@ def main(argv=None):
                            for m in cells},
                "full": full, "cells": cells, "summary": summary}
         out = out_dir / f"pareto_{name}{suffix}.json"
-        _save_json(out, res)
+        write_results(out, res)
         fig = figure(name, full, tiers, cells, fig_dir / f"pareto_{name}{suffix}.png")
         written += [str(out), fig]
         print(f"[{name}] target (a) met: {summary['target_a']['met']} "

@@ -34,10 +34,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _benchutil import write_results  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "phase1.json"
@@ -128,7 +132,7 @@ def main(argv=None):
         res = json.loads(out.read_text()) if out.exists() else {}
         res["ida"] = {name: _ida(name, args.ratio, args.seeds) for name in args.ida.split(",")}
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(res, indent=1))
+        write_results(out, res, indent=1)
         return res
     res = json.loads(out.read_text()) if out.exists() else {}
     res = {"ida": res["ida"]} if "ida" in res else {}
@@ -162,7 +166,7 @@ def main(argv=None):
         case["speedup"] = case["before"]["seconds"] / case["after"]["seconds"]
         res["cases"][name] = case
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(res, indent=1))
+        write_results(out, res, indent=1)
     return res
 
 

@@ -48,6 +48,7 @@ from _benchutil import (  # noqa: E402
     power_fit,
     timed,
     timed_interleaved,
+    write_results,
 )
 
 ROOT = Path(__file__).resolve().parent
@@ -310,7 +311,7 @@ def main(argv=None):
     result["figure"] = (str(fig_path.relative_to(ROOT.parent))
                         if fig_path.is_relative_to(ROOT.parent) else str(fig_path))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+    write_results(Path(args.out), result, indent=2)
     print(json.dumps({k: result[k] for k in ("throughput", "models")}, indent=1))
     print(f"wrote {args.out} and {result['figure']} in {result['seconds_total']:.1f} s")
     return result

@@ -28,6 +28,7 @@ import argparse
 import json
 import os
 import platform
+import sys
 import time
 from pathlib import Path
 
@@ -39,6 +40,9 @@ import sparsekm
 from sparsekm.datasets import load_usps
 from sparsekm.kernels import RBF
 from sparsekm.models import KernelPCA, linear_pca_denoise
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _benchutil import write_results  # noqa: E402
 
 
 def _msd(Z, T):
@@ -115,7 +119,7 @@ def main(argv=None):
     }
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
+    write_results(out, result, indent=2)
     print(json.dumps(result, indent=2))
     return result
 

@@ -17,14 +17,13 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _benchutil import machine, timed_interleaved  # noqa: E402
+from _benchutil import machine, timed_interleaved, write_results  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent
 OUT = ROOT / "results" / "projected_cache.json"
@@ -68,7 +67,7 @@ def main(argv=None):
               "timing": "least process-CPU time of interleaved repeats, one BLAS thread",
               "machine": machine(), "cases": rows}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+    write_results(Path(args.out), result, indent=1)
     print(f"wrote {args.out}")
     return result
 

@@ -37,6 +37,9 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _benchutil import write_results  # noqa: E402
+
 HERE = Path(__file__).resolve().parent
 GAMMA = 1.0 / 128.0
 
@@ -177,9 +180,9 @@ def solvers(name, data_path, work, s, k, seed):
 
     from sparsekm.approx.randomized import (
         ThreadedCSROperator,
-        _single_threaded_blas,
         davis_kahan_residual_bound,
         estimate_error_norm,
+        single_threaded_blas,
         sparsify_gram,
     )
     from sparsekm.kernels import RBF
@@ -205,7 +208,7 @@ def solvers(name, data_path, work, s, k, seed):
         (work / "sparse_nm_iter.json").write_text(
             json.dumps({"n_iter": out["oi_noise_matched"]["n_iter"]}))
         fast64 = ThreadedCSROperator(A, n_threads=2)
-        with _single_threaded_blas():  # the operator brings its own 2 threads
+        with single_threaded_blas():  # the operator brings its own 2 threads
             w, V, dt, n_mv = _eigsh(fast64, k + 1, seed)
         out["eigsh_strict_threaded"] = {"solve_s": dt, "n_matvec": n_mv,
                                         "n_threads": fast64.n_threads}
@@ -319,7 +322,7 @@ def products(data_path, s, k, seed, rounds=5):
     """
     from sparsekm.approx.randomized import (
         ThreadedCSROperator,
-        _single_threaded_blas,
+        single_threaded_blas,
         sparsify_gram,
     )
     from sparsekm.kernels import RBF
@@ -339,7 +342,7 @@ def products(data_path, s, k, seed, rounds=5):
                 t0 = time.perf_counter()
                 A @ Q
             else:
-                with _single_threaded_blas():
+                with single_threaded_blas():
                     t0 = time.perf_counter()
                     A @ Q
             times[name].append(time.perf_counter() - t0)
@@ -405,7 +408,7 @@ def _solver_comparison(args, common, env, work):
         "tau": NOISE_TAU, "n_oversamples": OVERSAMPLE, "error_norm_measured": err,
         "sparse": sp, "dense": {k: v for k, v in d.items() if k != "eigenvalues"},
         "speedups": summary}
-    out_path.write_text(json.dumps(report, indent=2))
+    write_results(out_path, report, indent=2)
     print(json.dumps(summary, indent=2))
     return 0
 
@@ -496,7 +499,7 @@ def main(argv=None):
             report = json.loads(out_path.read_text()) if out_path.exists() else {}
             res = _run_child(["--phase", "products"] + common, env)
             report["product_timing_interleaved"] = res
-            Path(args.out).write_text(json.dumps(report, indent=2))
+            write_results(Path(args.out), report, indent=2)
             print(json.dumps(res, indent=2))
             return 0
         if args.solvers:
@@ -511,7 +514,7 @@ def main(argv=None):
                 print(json.dumps(extra[name]), flush=True)
             extra["solve_speedup_sparse"] = extra["dense"]["solve_s"] / extra["sparse"]["solve_s"]
             report[f"solve_only_l{args.components}"] = extra
-            Path(args.out).write_text(json.dumps(report, indent=2))
+            write_results(Path(args.out), report, indent=2)
             print(json.dumps({"solve_speedup_sparse": extra["solve_speedup_sparse"]}))
             return 0
         if args.only:
@@ -529,7 +532,7 @@ def main(argv=None):
             targets = report["summary"]["targets"]
             report["summary"].update(_ratios(report))
             report["summary"]["targets"] = {**targets, **report["summary"]["targets"]}
-            Path(args.out).write_text(json.dumps(report, indent=2))
+            write_results(Path(args.out), report, indent=2)
             print(json.dumps(report["summary"], indent=2))
             return 0
         if args.detail:
@@ -550,7 +553,7 @@ def main(argv=None):
             report["summary"]["matvec_speedup_sparse"] = (dd["seconds_per_matvec"]
                                                           / ss["seconds_per_matvec"])
             report["summary"]["matvec_count_ratio_sparse"] = ss["n_matvec"] / dd["n_matvec"]
-            Path(args.out).write_text(json.dumps(report, indent=2))
+            write_results(Path(args.out), report, indent=2)
             print(json.dumps(detail["summary"], indent=2))
             return 0
         for name in ("dense", "sparse", "sparse-blocks", "quantized"):
@@ -583,7 +586,7 @@ def main(argv=None):
         report["sparse"]["errors"]["theorem2"][str(args.components)]["holds"])
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2))
+    write_results(out, report, indent=2)
     print(json.dumps(report["summary"], indent=2))
     print(f"wrote {out}")
     return 0

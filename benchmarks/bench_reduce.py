@@ -20,10 +20,14 @@ import argparse
 import json
 import os
 import platform
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _benchutil import write_results  # noqa: E402
 
 
 def _timed(fn, repeat=1):
@@ -114,7 +118,7 @@ def main(argv=None):
         "targets": {"construct_seconds": 120, "speedup": 50, "error_percent": 5.3},
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(out, indent=2))
+    write_results(Path(args.out), out, indent=2)
     print(json.dumps(out, indent=2))
 
 

@@ -42,11 +42,15 @@ import json
 import os
 import pickle
 import resource
+import sys
 import time
 import warnings
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _benchutil import write_results  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "reduce_at_scale.json"
@@ -194,7 +198,7 @@ def run(sizes, schemes, budgets, method, out_path):
                        **extra}
                 results["rows"].append(row)
                 out_path.parent.mkdir(parents=True, exist_ok=True)
-                out_path.write_text(json.dumps(results, indent=1))
+                write_results(out_path, results, indent=1)
                 print(json.dumps(row), flush=True)
     return results
 
@@ -249,7 +253,7 @@ def main(argv=None):
     else:
         results = run(args.sizes, args.schemes.split(","), args.budgets, args.method, out_path)
     results["exponents"] = fit_exponents(results)
-    out_path.write_text(json.dumps(results, indent=1))
+    write_results(out_path, results, indent=1)
     print(json.dumps(results["exponents"], indent=1))
 
 

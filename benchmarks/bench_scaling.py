@@ -67,6 +67,7 @@ from _benchutil import (  # noqa: E402
     power_fit,
     r_squared,
     timed,
+    write_results,
 )
 
 ROOT = Path(__file__).resolve().parent
@@ -478,7 +479,7 @@ def main(argv=None):
     result["seconds_total_this_run"] = time.perf_counter() - t0
     result["machine"]["load_average_at_end"] = [round(v, 2) for v in os.getloadavg()]
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    out_path.write_text(json.dumps(result, indent=2) + "\n")
+    write_results(out_path, result, indent=2)
     for name in ("greedy_basis", "rs_construct", "slmc"):
         if name in result:
             print(name, {k: (v["loglog_fit"]["exponent"], v["expected_exponent"])

@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import platform
+import sys
 import time
 from pathlib import Path
 
@@ -36,6 +37,9 @@ from sparsekm import sparse_learning as sl
 from sparsekm.datasets import IDA_SVM_PARAMS, load_ida, load_usps
 from sparsekm.kernels import RBF
 from sparsekm.models import SLMC
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _benchutil import write_results  # noqa: E402
 
 OUT = Path(__file__).parent / "results" / "slmc.json"
 
@@ -126,7 +130,7 @@ def _merge(section):
                        "load_average_1_5_15_min": [round(v, 2) for v in os.getloadavg()],
                        "note": "2 cores shared with other jobs; timings are on a loaded machine"}
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(data, indent=1))
+    write_results(OUT, data, indent=1)
 
 
 def main():

@@ -31,11 +31,15 @@ import argparse
 import json
 import os
 import platform
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 from threadpoolctl import threadpool_limits
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _benchutil import write_results  # noqa: E402
 
 
 def _workloads():
@@ -110,7 +114,7 @@ def main(argv=None):
     out.parent.mkdir(parents=True, exist_ok=True)
     runs = json.loads(out.read_text()) if out.exists() else []
     runs.append(run)
-    out.write_text(json.dumps(runs, indent=2) + "\n")
+    write_results(out, runs, indent=2)
     print(json.dumps(run, indent=2))
     return run
 

@@ -12,9 +12,9 @@ Run: ``OMP_NUM_THREADS=1 python benchmarks/bench_usps_sv_grid.py``.
 
 from __future__ import annotations
 
-import json
 import os
 import platform
+import sys
 import time
 from pathlib import Path
 
@@ -23,6 +23,9 @@ from sklearn.multiclass import OneVsRestClassifier
 from sklearn.svm import SVC
 
 from sparsekm.datasets import load_usps
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _benchutil import write_results  # noqa: E402
 
 GRID = [(10.0, 1 / 128), (100.0, 1 / 128), (1000.0, 1 / 128), (10.0, 1 / 256), (100.0, 1 / 256),
         (10.0, 1 / 64), (100.0, 1 / 64)]
@@ -53,7 +56,7 @@ def main():
            "machine": {"platform": platform.platform(),
                        "load_average_1_5_15_min": list(os.getloadavg())}}
     path = Path(__file__).resolve().parent / "results" / "usps_sv_grid.json"
-    path.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
+    write_results(path, out, indent=1, sort_keys=True)
     print(f"wrote {path}")
 
 

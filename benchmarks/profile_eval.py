@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -25,6 +26,9 @@ import numpy as np
 from sparsekm import KernelExpansion
 from sparsekm.config import threads
 from sparsekm.kernels import RBF
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _benchutil import write_results  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 GAMMA = 1 / 128
@@ -103,7 +107,7 @@ def main(argv=None):
     if text is not None:
         (RESULTS / "profile_eval.txt").write_text(text)
         print(text)
-    (RESULTS / "profile_eval.json").write_text(json.dumps(out, indent=2) + "\n")
+    write_results((RESULTS / "profile_eval.json"), out, indent=2)
     print(json.dumps(out, indent=2))
     return out
 

@@ -95,11 +95,11 @@ def test_approx_svc_save_load(data, tmp_path):
 @pytest.mark.parametrize(
     "params, match",
     [
-        ({"C": 0.0}, "'C' parameter of ApproxSVC must be a float > 0"),
+        ({"C": 0.0}, r"'C' parameter of ApproxSVC must be a float in the range \(0.0, inf\)"),
         ({"n_basis": 0}, "'n_basis' parameter of ApproxSVC"),
         ({"n_basis": 1.5}, "'n_basis' parameter of ApproxSVC"),
-        ({"basis": "kmeans"}, "'basis' parameter of ApproxSVC must be one of"),
-        ({"solver": "sgd"}, "'solver' parameter of ApproxSVC must be one of"),
+        ({"basis": "kmeans"}, "'basis' parameter of ApproxSVC must be a str among"),
+        ({"solver": "sgd"}, "'solver' parameter of ApproxSVC must be a str among"),
         ({"kernel": Sigmoid()}, "positive semi-definite"),
     ],
 )

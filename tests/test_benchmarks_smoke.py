@@ -90,13 +90,16 @@ def test_fuzz_load_quick(tmp_path):
     """A tiny fuzz campaign runs end to end and counts nothing bad (issue 13)."""
     out = tmp_path / "f.json"
     res = _load("bench_fuzz_load").main(["--n-mutations", "40", "--n-signed", "20",
-                                         "--bomb-mb", "4", "--out", str(out)])
+                                         "--bomb-mb", "4", "--n-race", "20",
+                                         "--out", str(out)])
     totals = json.loads(out.read_text())["totals"]
     assert totals == res["totals"] and totals["loads"] == 60 + res["n_crafted_cases"]
     for key in ("crashes", "hangs", "allocations_above_bound", "injected_attributes_restored",
                 "with_key_modified_files_accepted"):
         assert totals[key] == 0, key
     assert totals["crafted_cases_as_expected"] == res["n_crafted_cases"]
+    assert "tampered_accepted" not in res["signed_file_rewritten_during_load_with_key"]
+    assert res["save_side"]["concurrent saves to one path (issue 38)"]["failures"] == 0
 
 
 def test_pareto_quick_compress_rebuild_is_checked(tmp_path):

@@ -268,10 +268,13 @@ def test_reduce_per_class_and_option_refusals(digits_models, capsys):
     d, _, _, _, ovr = digits_models
     assert main(["--quiet", "reduce", str(d / "ovr.joblib"), "--trust-pickle", "-n", "3",
                  "--per-class", "-o", str(d / "pc.skm")]) == 0
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
+    out = captured.out
     clf = sparsekm.load(d / "pc.skm")
     assert clf.scheme == "ovr" and clf.expansion.compress().n_terms == 30
     assert "3 per output" in out and "-> 30 distinct vectors" in out
+    # larger than the -n asked: warned, with both numbers (issue 39)
+    assert "has 30 distinct vectors" in captured.err and "more than the 3 asked" in captured.err
     usage = [
         ["-n", "0"],
         ["-n", "-3"],
@@ -697,14 +700,24 @@ def test_warnings_reach_stderr_as_one_line(capsys, monkeypatch):
         return 0
 
     monkeypatch.setattr(cli, "cmd_info", noisy)
-    assert main(["info"]) == 0
-    assert capsys.readouterr().err.splitlines() == [
-        "sparsekm: warning: first line of a warning (--debug shows the rest)",
-        "sparsekm: warning: stopped at max_iter"]
-    # --quiet drops the convergence notice, never other warnings
-    assert main(["info", "--quiet"]) == 0
-    assert capsys.readouterr().err.splitlines() == [
-        "sparsekm: warning: first line of a warning (--debug shows the rest)"]
+    # the caller's filters (PYTHONWARNINGS=ignore, -W error) are not this test's subject:
+    # it sets its own, so that it holds in any environment (issue 38)
+    with warnings.catch_warnings():
+        warnings.resetwarnings()
+        warnings.simplefilter("always")
+        assert main(["info"]) == 0
+        assert capsys.readouterr().err.splitlines() == [
+            "sparsekm: warning: first line of a warning (--debug shows the rest)",
+            "sparsekm: warning: stopped at max_iter"]
+        # --quiet drops the convergence notice, never other warnings
+        assert main(["info", "--quiet"]) == 0
+        assert capsys.readouterr().err.splitlines() == [
+            "sparsekm: warning: first line of a warning (--debug shows the rest)"]
+    # and a user's PYTHONWARNINGS=ignore is respected: the command prints no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["info"]) == 0
+        assert capsys.readouterr().err == ""
 
 
 def test_multi_line_errors_are_cut_to_one_line(capsys, monkeypatch):
@@ -744,3 +757,143 @@ def test_quiet_does_not_outlive_the_call(capsys):
     assert main(["--quiet", "info"]) == 0
     assert progress._QUIET is False
     capsys.readouterr()
+
+
+# -- issue 38, item 8: a byte-order mark, FIFOs ------------------------------------------
+def test_predict_keeps_the_first_row_of_a_csv_with_a_byte_order_mark(binary_svc, capsys):
+
+    d, X, svc = binary_svc
+    rows = X[:5]
+    text = "\n".join(",".join(f"{v:.17g}" for v in r) for r in rows) + "\n"
+    (d / "bom.csv").write_bytes("\ufeff".encode() + text.encode())  # Excel's "CSV UTF-8"
+    capsys.readouterr()
+    assert main(["predict", str(d / "svc.skm"), str(d / "bom.csv")]) == 0
+    out = capsys.readouterr().out.split()
+    assert [int(v) for v in out] == svc.predict(rows).tolist()  # 5 rows in, 5 out
+    # with a header after the mark, the header is still recognised as one
+    (d / "bomh.csv").write_bytes("\ufeffa,b,c,d\n".encode() + text.encode())
+    assert main(["predict", str(d / "svc.skm"), str(d / "bomh.csv")]) == 0
+    assert len(capsys.readouterr().out.split()) == 5
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "mkfifo"), reason="no FIFOs here")
+@pytest.mark.parametrize("which", ["data", "key", "model"])
+def test_a_fifo_is_refused_not_waited_on(binary_svc, capsys, which):
+    import os
+    import subprocess
+    import sys
+
+    d, _, _ = binary_svc
+    fifo = d / "pipe"
+    os.mkfifo(fifo)
+    argv = {"data": ["predict", str(d / "svc.skm"), str(fifo)],
+            "key": ["predict", str(d / "svc.skm"), str(d / "x.npy"), "--key-file", str(fifo)],
+            "model": ["predict", str(fifo), str(d / "x.npy")]}[which]
+    # in a child process: a hang must fail the test, not block the test run
+    code = ("import sys; from sparsekm.cli import main; sys.exit(main(sys.argv[1:]))")
+    proc = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    assert proc.returncode == 1, proc.stderr
+    line = _error_line(proc.stderr)
+    assert "FIFO" in line and "not a regular file" in line and str(fifo) in line
+
+
+# -- issue 38, item 11: overwriting, own inputs, messages that say what to do -------------
+def test_outputs_are_not_replaced_without_force(binary_svc, capsys):
+    import numpy as np
+
+    d, X, _ = binary_svc
+    for argv in (["--quiet", "reduce", str(d / "svc.skm"), "-n", "4", "-o", str(d / "old")],
+                 ["predict", str(d / "svc.skm"), str(d / "x.npy"), "-o", str(d / "old.npy")],
+                 ["denoise", "--train", str(d / "x.npy"), "--input", str(d / "x.npy"),
+                  "--output", str(d / "old.npy"), "--n-components", "2"]):
+        out = argv[argv.index("-o") + 1] if "-o" in argv else argv[argv.index("--output") + 1]
+        open(out, "wb").write(b"precious")
+        capsys.readouterr()
+        assert main(argv) == 1
+        line = _error_line(capsys.readouterr().err)
+        assert "already exists" in line and "--force" in line
+        assert open(out, "rb").read() == b"precious"
+        assert main([*argv, "--force"]) == 0
+        assert open(out, "rb").read() != b"precious"
+    np.testing.assert_array_equal(np.load(d / "old.npy").shape, X.shape)
+
+
+def test_a_command_never_replaces_its_own_input(binary_svc, capsys):
+    import os
+
+    d, _, _ = binary_svc
+    before = (d / "svc.skm").read_bytes()
+    os.link(d / "svc.skm", d / "hard.skm")
+    for argv in (["reduce", str(d / "svc.skm"), "-n", "4", "-o", str(d / "svc.skm")],
+                 ["reduce", str(d / "svc.skm"), "-n", "4", "-o", str(d / "hard.skm")],
+                 ["reduce", str(d / "svc.skm"), "-n", "4", "--validation", str(d / "x.npy"),
+                  "-o", str(d / "x.npy")],
+                 ["predict", str(d / "svc.skm"), str(d / "x.npy"), "-o", str(d / "x.npy")],
+                 ["export", str(d / "svc.skm"), "-o", str(d / "svc.skm")]):
+        for force in ([], ["--force"]):
+            capsys.readouterr()
+            assert main([*argv, *force]) == 1, argv
+            line = _error_line(capsys.readouterr().err)
+            assert "own input" in line, line
+    assert (d / "svc.skm").read_bytes() == before
+
+
+def test_messages_that_say_what_to_do(binary_svc, capsys):
+    import joblib
+
+    d, _, svc = binary_svc
+    # a model given as data (the arguments swapped): not a UnicodeDecodeError
+    joblib.dump(svc, d / "svc.pkl")
+    for data in ("svc.skm", "svc.pkl"):
+        for name in (data, data + ".csv"):
+            (d / name).write_bytes((d / data).read_bytes())
+            assert main(["predict", str(d / "svc.skm"), str(d / name)]) == 1
+            line = _error_line(capsys.readouterr().err)
+            assert "looks like a model file" in line and "not a CSV" in line \
+                and "Unicode" not in line, line
+    (d / "model.npy").write_bytes((d / "svc.skm").read_bytes())
+    assert main(["predict", str(d / "svc.skm"), str(d / "model.npy")]) == 1
+    assert "looks like a model file" in _error_line(capsys.readouterr().err)
+    # -o into a missing folder: says which folder and what to do
+    for argv in (["predict", str(d / "svc.skm"), str(d / "x.npy"), "-o",
+                  str(d / "nope" / "y.npy")],
+                 ["export", str(d / "svc.skm"), "-o", str(d / "nope" / "m.onnx")],
+                 ["reduce", str(d / "svc.skm"), "-n", "3", "-o", str(d / "nope" / "m.skm")]):
+        assert main(argv) == 1
+        line = _error_line(capsys.readouterr().err)
+        assert f"the folder {d / 'nope'} does not exist" in line and "mkdir" in line
+        assert "FileNotFoundError" not in line
+    # a missing --key-file names the option
+    for argv in (["predict", str(d / "svc.skm"), str(d / "x.npy")],
+                 ["export", str(d / "svc.skm"), "-o", str(d / "m.onnx")],
+                 ["reduce", str(d / "svc.skm"), "-n", "3", "-o", str(d / "k.skm")]):
+        assert main([*argv, "--key-file", str(d / "no-key")]) == 1
+        line = _error_line(capsys.readouterr().err)
+        assert line == f"sparsekm: error: --key-file {d / 'no-key'}: no such file"
+
+
+def test_reduce_says_so_when_nothing_was_reduced(binary_svc, capsys, monkeypatch):
+    import sparsekm
+    from sparsekm import cli
+
+    d, _, _ = binary_svc
+    n = sparsekm.load(d / "svc.skm").expansion.compress().n_terms
+    capsys.readouterr()
+    assert main(["--quiet", "reduce", str(d / "svc.skm"), "-n", str(n), "-o",
+                 str(d / "same.skm")]) == 0
+    out = capsys.readouterr().out
+    assert f"{n} -> {n} distinct vectors" in out
+    assert "speed-up" not in out.replace("no speed-up", "") and "no reduction" in out
+    # a real reduction still reports its measured speed-up
+    assert main(["--quiet", "reduce", str(d / "svc.skm"), "-n", "3", "-o",
+                 str(d / "small.skm")]) == 0
+    assert "measured speed-up" in capsys.readouterr().out
+    # the low-agreement warning suggests construct+refine only to other methods
+    monkeypatch.setattr(cli, "MIN_AGREEMENT", 1.01)
+    for method, suggested in (("construct+refine", False), ("construct", True)):
+        assert main(["--quiet", "reduce", str(d / "svc.skm"), "-n", "3", "--method", method,
+                     "-o", str(d / f"w-{method}.skm")]) == 0
+        err = capsys.readouterr().err
+        assert "predicts differently" in err
+        assert ("--method construct+refine" in err) == suggested, err

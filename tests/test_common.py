@@ -55,26 +55,37 @@ def _extra_cases():
             yield pytest.param(est, name, id=f"{type(est).__name__}-{name}")
 
 
-if ESTIMATORS:
+#: Checks an estimator is known to fail, by class name, each with its reason (none today:
+#: scikit-learn's ``expected_failed_checks`` marks them xfail, strictly).
+_EXPECTED_FAILED: dict[str, dict[str, str]] = {}
 
-    @parametrize_with_checks(ESTIMATORS)
-    def test_sklearn_compatible_estimator(estimator, check):
-        check(estimator)
 
-    @pytest.mark.parametrize("estimator, check_name", list(_extra_cases()))
-    def test_sklearn_checks_not_yielded(estimator, check_name):
-        pytest.importorskip("pandas")
-        getattr(ec, check_name)(type(estimator).__name__, estimator)
+def _expected_failed_checks(estimator):
+    return _EXPECTED_FAILED.get(type(estimator).__name__, {})
 
-else:
 
-    def test_no_estimators_yet():
-        pytest.skip("no estimators are public yet")
+def test_every_public_estimator_is_checked():
+    assert len(ESTIMATORS) >= 14
+    assert set(_EXPECTED_FAILED) <= {type(e).__name__ for e in ESTIMATORS}
+
+
+@parametrize_with_checks(ESTIMATORS, expected_failed_checks=_expected_failed_checks,
+                         xfail_strict=True)
+def test_sklearn_compatible_estimator(estimator, check):
+    check(estimator)
+
+
+@pytest.mark.parametrize("estimator, check_name", list(_extra_cases()))
+def test_sklearn_checks_not_yielded(estimator, check_name):
+    pytest.importorskip("pandas")
+    getattr(ec, check_name)(type(estimator).__name__, estimator)
 
 
 def test_the_extra_checks_are_really_not_yielded():
-    """If scikit-learn starts yielding one of them, drop it from the extra list."""
+    """If scikit-learn starts yielding one of them, drop it from the extra list (read through
+    scikit-learn's public ``estimator_checks_generator``)."""
     for est in ESTIMATORS[:3]:
         yielded = {getattr(c, "func", c).__name__
-                   for c in ec._yield_all_checks(est, legacy=True)}
+                   for _, c in ec.estimator_checks_generator(est, legacy=True)}
+        assert "check_fit2d_1sample" in yielded  # the generator really lists the checks
         assert not yielded & set(_EXTRA_CHECKS_ALL + _EXTRA_CHECKS_TRANSFORMERS)

@@ -63,7 +63,7 @@ def test_auto_picks_lowest_validation_error(which, request):
     assert small.n_vectors_ <= 8
     methods = [r["method"] for r in _rows(small)]
     # every auto candidate was tried, cheap to costly
-    assert methods[:6] == list(AUTO_METHODS)
+    assert methods[:len(AUTO_METHODS)] == list(AUTO_METHODS)
     # each row reports its agreement with the original on the validation data
     for r in _rows(small):
         if r["status"] in ("ok", "chosen"):
@@ -199,7 +199,7 @@ def test_refusals_and_bad_input(blobs, moons):
     # direct methods without training data: refused, the RS candidates still run
     small = sparsekm.compress(ovo, Xv, yv, n_vectors=6, random_state=0, **_cheap())
     refused = {r["method"] for r in _rows(small) if r["status"] == "refused"}
-    assert refused == {"uniform-svm", "kmeans-svm", "greedy-svm", "slmc"}
+    assert refused == {"uniform-svm", "kmeans-svm", "greedy-svm", "slmc", "slmc-peer"}
     assert _rows(small)[small.compress_report_["chosen"]]["method"].startswith("construct")
     svc, Xtr2, ytr2, Xv2, yv2, _, _ = moons
     with pytest.raises(ValueError, match="not both"):
@@ -322,6 +322,7 @@ def test_cli_reduce_with_train_and_validation(blobs, tmp_path, capsys):
     rc = main([*base, "-n", "6", *data, "--method", "kmeans-svm", "-o", str(tmp_path / "s.skm")])
     out = capsys.readouterr().out
     assert rc == 0 and "kmeans-svm" in out and "chosen" in out and "agree" in out
+    assert "total time: " in out  # the report states the total time (issue 39)
     assert (tmp_path / "s.png").stat().st_size > 0
     small = sparsekm.load(tmp_path / "s.skm")
     direct = sparsekm.compress(ovo, Xv, yv, n_vectors=6, X_train=Xtr, y_train=ytr,
@@ -345,9 +346,10 @@ def test_cli_reduce_with_train_and_validation(blobs, tmp_path, capsys):
 
 
 def test_slmc_tries_the_source_machines_C_first(moons):
-    """Wu et al.'s SLMC keeps the SVM's C: compress builds the grid value nearest to the
-    original's C first, so a time limit spent during the SLMC cuts the other C values."""
-    from sparsekm.compress import _Candidates, _source_C
+    """Wu et al.'s SLMC keeps the SVM's C: the SLMC candidates try the grid values nearest
+    the original's C (in log C), nearest first; screening tries that one alone."""
+    from sparsekm.compress import CANDIDATES, FULL, SCREEN, SLMC_N_C, Problem
+    from sparsekm.compress._search import _source_C
     from sparsekm.multiclass import ExpansionClassifier
 
     svc, Xtr, ytr, Xv, yv, _, _ = moons
@@ -355,18 +357,40 @@ def test_slmc_tries_the_source_machines_C_first(moons):
     assert _source_C(OneVsRestClassifier(SVC(C=3.0))) == 3.0
     assert _source_C(sparsekm.KernelExpansion.from_estimator(svc)) is None
     exact = ExpansionClassifier.from_estimator(svc)
-    cands = _Candidates(exact, True, 2, 50, 0, source_C=10.0)
+    problem = Problem(exact, [], None, True, 2, 50, 0, source_C=10.0)
     # |log C - log 10|: 10 first, then 1 and 100 (tied: grid order), then 0.1
-    assert cands.variants("slmc", True) == ["C=10", "C=1", "C=100", "C=0.1"]
-    assert cands.variants("kmeans-svm", True) == ["C=0.1", "C=1", "C=10", "C=100"]
-    assert _Candidates(exact, True, 2, 50, 0).variants("slmc", True)[0] == "C=0.1"
-    small = sparsekm.compress(svc, Xv, yv, n_vectors=5, method=["slmc"], X_train=Xtr,
-                              y_train=ytr, time_limit=1e-9, **_cheap(random_state=0))
+    assert problem.C_order() == [10.0, 1.0, 100.0, 0.1]
+    assert SLMC_N_C == 2
+    def C(name, fidelity):  # C travels as a number; the label is the report's
+        vs = CANDIDATES[name].variants(problem, fidelity)
+        assert [v.label for v in vs] == [f"C={v.C:g}" for v in vs]
+        return [v.C for v in vs]
+    for name in ("slmc", "slmc-peer"):
+        assert C(name, FULL) == [10.0, 1.0]
+        assert C(name, SCREEN) == [10.0]
+    assert C("kmeans-svm", FULL) == [0.1, 1.0, 10.0, 100.0]
+    assert C("kmeans-svm", SCREEN) == [10.0]
+    # without the original's C: nearest to 1
+    assert Problem(exact, [], None, True, 2, 50, 0).C_order()[0] == 1.0
+
+
+def test_time_limit_stop_reason_reaches_the_report(moons):
+    """A time limit that expires during the SLMC stops it with the deadline's own stop
+    reason (not 'converged'): the row, the messages and a warning say what was cut."""
+    svc, Xtr, ytr, Xv, yv, _, _ = moons
+    with pytest.warns(UserWarning, match="time limit of 1e-09 s cut the search"):
+        small = sparsekm.compress(svc, Xv, yv, n_vectors=5, method=["slmc"], X_train=Xtr,
+                                  y_train=ytr, time_limit=1e-9, **_cheap(random_state=0))
     (row,) = _rows(small)
     assert row["variant"] == "C=10"
     # the one SLMC fit that ran stopped at the deadline (after its first L-BFGS iteration)
     assert row["reason"] == ("time limit: 1 SLMC fit(s) stopped at the deadline before "
-                             "L-BFGS converged; time limit: C=1, C=100, C=0.1 not tried")
+                             "L-BFGS converged (stop reason: deadline); time limit: C=1 not "
+                             "tried")
+    assert any(m.startswith("warning: the time limit of 1e-09 s cut the search (slmc: 1 "
+                            "SLMC fit(s) stopped; slmc: C=1 not tried)")
+               for m in small.compress_report_["messages"])
+    assert small.compress_report_["time_limit"] == 1e-9
 
 
 def test_method_of_a_wrong_type_is_a_clear_error(moons):
@@ -424,7 +448,8 @@ def test_separate_sets_below_one_vector_per_machine_are_refused(blobs):
                               random_state=0, **_cheap())
     r = _rows(small)[0]
     assert r["status"] == "refused" and "at least one vector" in r["reason"]
-    assert r["seconds"] == 0.0 and small.n_vectors_ <= 3
+    # refused before any build; untimed by default (no clock read): no seconds
+    assert np.isnan(r["seconds"]) and small.n_vectors_ <= 3
 
 
 def test_bare_expansion_classes_come_from_all_labels(blobs):
@@ -488,8 +513,9 @@ def test_linear_c_search_on_a_subsample_then_all_rows(blobs, monkeypatch):
     from sklearn.kernel_approximation import Nystroem
     from sklearn.svm import LinearSVC
 
-    cm = importlib.import_module("sparsekm.compress")  # the module (the package exports
-    # the function under the same name)
+    # the module that reads the constant (the package exports the function compress
+    # under the package's own name)
+    cm = importlib.import_module("sparsekm.compress._candidates")
     ovo, Xtr, ytr, Xv, yv, Xte, yte = blobs
     monkeypatch.setattr(cm, "C_SEARCH_ROWS", 80)
     seen = []  # (features, labels) of every LinearSVC fit
@@ -550,7 +576,7 @@ def test_linear_c_search_subsample_inside_cv_folds(blobs, monkeypatch):
 
     from sklearn.svm import LinearSVC
 
-    cm = importlib.import_module("sparsekm.compress")
+    cm = importlib.import_module("sparsekm.compress._candidates")
     ovo, Xtr, ytr, *_ = blobs
     monkeypatch.setattr(cm, "C_SEARCH_ROWS", 60)
     seen = _spy_fits(monkeypatch, [(LinearSVC, "fit")])
@@ -560,56 +586,6 @@ def test_linear_c_search_subsample_inside_cv_folds(blobs, monkeypatch):
     assert sizes == [60] * (3 * len(cm.C_GRID)) + [200]
     row = _rows(small)[small.compress_report_["chosen"]]
     assert "C chosen on 60 of 134 rows, then fitted on all" in row["reason"]
-
-
-def test_no_candidate_started_with_less_time_left_than_the_first_took(blobs, monkeypatch):
-    """A candidate is skipped when less of the time limit is left than the first candidate
-    took (it would run far past the limit), and the default limit is
-    ``max(TIME_LIMIT_FACTOR * first, TIME_LIMIT_FLOOR)``. A fake clock: every build takes
-    one 'second'."""
-    import importlib
-    import types
-
-    cm = importlib.import_module("sparsekm.compress")
-    clock = [0.0]
-    monkeypatch.setattr(cm, "time", types.SimpleNamespace(perf_counter=lambda: clock[0]))
-    build = cm._Candidates.build
-
-    def one_second(self, *a, **k):
-        out = build(self, *a, **k)
-        clock[0] += 1.0
-        return out
-    monkeypatch.setattr(cm._Candidates, "build", one_second)
-    ovo, Xtr, ytr, Xv, yv, Xte, yte = blobs
-    # construct: two variants (thresholds kept / refitted) = 2 s; then 3 s are left of 5:
-    # construct+refine (2 s) runs, leaving 1 s < 2 s, so the rest is skipped
-    small = sparsekm.compress(ovo, Xv, yv, n_vectors=6, X_train=Xtr, y_train=ytr,
-                              time_limit=5.0, random_state=0, **_cheap())
-    rows = _rows(small)
-    assert [r["method"] for r in rows[:2]] == ["construct", "construct+refine"]
-    assert [r["seconds"] for r in rows[:2]] == [2.0, 2.0]
-    assert all(r["status"] in ("ok", "chosen") for r in rows[:2])
-    rest = rows[2:]
-    assert [r["method"] for r in rest][:4] == list(AUTO_METHODS[2:])
-    assert all(r["status"] == "skipped" and r["reason"] == "time limit 5 s: 1 s left, less "
-               "than the first candidate's 2 s" for r in rest)
-    # the default: the floor here (3 x 2 s < 300 s): nothing skipped
-    monkeypatch.setattr(cm, "TIME_LIMIT_FLOOR", 7.0)
-    clock[0] = 0.0
-    small = sparsekm.compress(ovo, Xv, yv, n_vectors=6, X_train=Xtr, y_train=ytr,
-                              random_state=0, **_cheap())
-    assert small.compress_report_["time_limit"] == 7.0
-    rows = _rows(small)
-    # 5 s left of 7 after construct, 3 s after construct+refine: one linear SVM starts,
-    # and it is the k-means one (the peer), never skipped for the other two
-    assert [r["method"] for r in rows[:3]] == list(AUTO_METHODS[:3])
-    assert rows[2]["method"] == "kmeans-svm"
-    assert all(r["status"] in ("ok", "chosen") for r in rows[:3])
-    monkeypatch.setattr(cm, "TIME_LIMIT_FLOOR", 1.0)
-    clock[0] = 0.0
-    small = sparsekm.compress(ovo, Xv, yv, n_vectors=6, X_train=Xtr, y_train=ytr,
-                              random_state=0, **_cheap())
-    assert small.compress_report_["time_limit"] == cm.TIME_LIMIT_FACTOR * 2.0
 
 
 @pytest.mark.parametrize("which", ["moons", "blobs"])
@@ -645,13 +621,14 @@ def test_cv_rebuild_that_errs_beyond_its_cv_estimate_is_refused(moons, monkeypat
     chosen. The rebuild of 'construct' is made to predict the opposite class."""
     import importlib
 
-    cm = importlib.import_module("sparsekm.compress")
+    cm = importlib.import_module("sparsekm.compress._search")
+    cc = importlib.import_module("sparsekm.compress._candidates")
     svc, Xtr, ytr, Xv, yv, Xte, yte = moons
     kw = dict(n_vectors=8, X_train=Xtr, y_train=ytr, method=["construct", "kmeans-svm"],
               random_state=0, **_cheap())
     honest = sparsekm.compress(svc, **kw)
     assert [r["status"] for r in _rows(honest)].count("refused") == 0
-    build = cm._Candidates.build
+    build = cc.Construct.build
 
     class Flipped:
         def __init__(self, clf):
@@ -663,10 +640,10 @@ def test_cv_rebuild_that_errs_beyond_its_cv_estimate_is_refused(moons, monkeypat
         def predict(self, X):
             return 1 - self._clf.predict(X)
 
-    def build_spy(self, split, m, b, v, **k):
-        out = build(self, split, m, b, v, **k)
-        return Flipped(out) if split.X_eval is None and m == "construct" else out
-    monkeypatch.setattr(cm._Candidates, "build", build_spy)
+    def build_spy(self, problem, split, *a, **k):
+        out = build(self, problem, split, *a, **k)
+        return Flipped(out) if split.X_eval is None else out
+    monkeypatch.setattr(cc.Construct, "build", build_spy)
     small = sparsekm.compress(svc, **kw)
     rows = _rows(small)
     assert rows[0]["method"] == "construct" and rows[0]["status"] == "refused"

@@ -11,12 +11,12 @@ import sparsekm
 from sparsekm import KernelExpansion
 from sparsekm.backend import resolve_backend
 from sparsekm.config import (
-    _single_threaded_blas,
     config_context,
     effective_n_threads,
     get_config,
     reset_config,
     set_config,
+    single_threaded_blas,
     threads,
 )
 from sparsekm.kernels import (
@@ -109,8 +109,8 @@ def test_default_threads_follow_the_blas_pool():
 
 def test_single_threaded_blas_is_reentrant_and_restores():
     before = _blas_threads()
-    with _single_threaded_blas():
-        with _single_threaded_blas():
+    with single_threaded_blas():
+        with single_threaded_blas():
             assert set(_blas_threads()) == {1}
         assert set(_blas_threads()) == {1}
         # Inside the engine's own limiting, the default still reports the user's pool.

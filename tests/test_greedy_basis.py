@@ -179,10 +179,10 @@ def test_save_load_round_trip(rng, tmp_path):
 @pytest.mark.parametrize(
     "params, match",
     [
-        ({"n_basis": 0}, "'n_basis' parameter of GreedyBasis must be an int >= 1"),
+        ({"n_basis": 0}, r"'n_basis' parameter of GreedyBasis must be an int in the range \[1, inf\)"),
         ({"n_basis": 2.5}, "'n_basis' parameter"),
-        ({"tol": -1.0}, "'tol' parameter of GreedyBasis must be a float >= 0"),
-        ({"init": "kmeans"}, "'init' parameter of GreedyBasis must be one of"),
+        ({"tol": -1.0}, r"'tol' parameter of GreedyBasis must be a float in the range \[0.0, inf\)"),
+        ({"init": "kmeans"}, "'init' parameter of GreedyBasis must be a str among"),
         ({"kernel": Sigmoid()}, "positive semi-definite"),
     ],
 )

@@ -227,5 +227,6 @@ def test_uncentred_kernel_pca(data):
     small = KernelPCA(kernel=RBF(0.5), center=False).fit(X[:20])
     phi = KernelExpansion(X[:3], np.eye(3), small.kernel_)
     np.testing.assert_allclose(small.projection_expansion(X[:3]).distance2(phi), 0.0, atol=1e-8)
-    with pytest.raises(ValueError, match="'center' parameter of KernelPCA must be a bool"):
+    with pytest.raises(ValueError,
+                       match="'center' parameter of KernelPCA must be an instance of 'bool'"):
         KernelPCA(center="yes").fit(X)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "sparsekm"
-SOLVERS = ("preimage.py", "reduced_set", "approx", "sparse_learning")
+SOLVERS = ("preimage.py", "reduced_set", "approx", "sparse_learning", "convert.py")
 FORBIDDEN = ("sparsekm.models", "sparsekm.compress", "sparsekm.cli", "sparsekm.reproduce")
 
 
@@ -57,6 +57,29 @@ def test_solvers_do_not_import_higher_layers(path):
     assert not bad, f"{path.relative_to(SRC)} imports a higher layer: {bad}"
 
 
+def test_compress_does_not_import_plotting():
+    """plotting.compress_curve imports from compress; compress draws its report with
+    matplotlib itself (the circle compress <-> plotting is gone)."""
+    files = sorted((SRC / "compress").rglob("*.py"))
+    assert len(files) >= 5
+    bad = [(p.name, line, name) for p in files for line, name in _imports(p)
+           if name == "sparsekm.plotting" or name.startswith("sparsekm.plotting.")]
+    assert not bad
+
+
+def test_one_model_conversion_for_compress_and_the_cli():
+    """compress and ``sparsekm reduce`` convert a user's model with the same function."""
+    import inspect
+
+    from sparsekm import cli, convert
+    from sparsekm.compress import _search
+
+    assert "exact_model(" in inspect.getsource(cli.reducible)
+    assert "exact_classifier(" in inspect.getsource(_search.compress)
+    assert not hasattr(_search, "_exact_classifier")
+    assert convert.exact_classifier.__module__ == "sparsekm.convert"
+
+
 def test_resolver_sees_relative_imports():
     # the checker itself: a relative import of models from approx/ is caught
     p = SRC / "approx" / "distributed.py"
@@ -75,3 +98,25 @@ def test_direct_alias_is_deprecated():
     from sparsekm import sparse_learning
 
     assert direct.slmc_shared_optimize is sparse_learning.slmc_shared_optimize
+    # the alias re-exports the public API only, no private helper
+    assert [n for n in vars(direct) if n.startswith("_") and not n.startswith("__")] == []
+
+
+def test_version_lives_in_a_leaf_module():
+    # the persistence layer and the provenance stamp read the version without importing
+    # the package: ``_version`` imports nothing
+    import sparsekm
+    from sparsekm import _version
+
+    assert list(_imports(SRC / "_version.py")) == []
+    assert sparsekm.__version__ == _version.__version__
+
+
+@pytest.mark.parametrize("low, high", [("config.py", "sparsekm.backend"),
+                                       ("_constraints.py", "sparsekm.kernels._STRING_KERNELS"),
+                                       ("_provenance.py", "sparsekm.__init__")])
+def test_foundation_does_not_import_up(low, high):
+    names = {name for _, name in _imports(SRC / low)}
+    assert high not in names and not any(n.startswith(high + ".") for n in names)
+    if high == "sparsekm.__init__":  # ``from . import __version__`` names the package
+        assert "sparsekm.__version__" not in names

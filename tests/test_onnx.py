@@ -168,16 +168,17 @@ def _ovo_cases():
     }
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("case", list(_ovo_cases()))
+# not ``svc-poly`` in float32: cubic kernel values ~700 cancel in float32 (6e-4 relative;
+# docs/onnx.md), so labels near the boundary may differ
+@pytest.mark.parametrize("case, dtype", [
+    (case, dtype) for case in _ovo_cases() for dtype in (np.float32, np.float64)
+    if not (case == "svc-poly" and dtype == np.float32)])
 def test_one_vs_one_matches_sklearn(case, dtype):
     """Exact one-vs-one models: ONNX labels equal scikit-learn's, scores its decision_function."""
     from sklearn.datasets import load_iris
 
     from sparsekm.multiclass import ExpansionClassifier
 
-    if case == "svc-poly" and dtype == np.float32:
-        pytest.skip("cubic kernel values ~700 cancel in float32 (6e-4 relative; docs/onnx.md)")
     X, y = load_iris(return_X_y=True)
     est = _ovo_cases()[case].fit(X, y)
     clf = ExpansionClassifier.from_estimator(est)

@@ -43,6 +43,8 @@ SPECS = {
         n_components=3, kernel=K, sampling="sparsify", s=2.0, random_state=0), "unsupervised"),
     "ReducedSetClassifier": (sparsekm.models.ReducedSetClassifier(
         SVC(C=10.0, gamma=0.5), n_vectors=3, n_init=2, max_iter=30, random_state=0), "multi"),
+    "ExpansionRegressor": (sparsekm.models.ExpansionRegressor(K, n_vectors=10, random_state=0),
+                           "regression"),
     "ReducedSetRegressor": (sparsekm.models.ReducedSetRegressor(
         SVR(C=10.0, gamma=0.5), n_vectors=4, n_init=2, max_iter=30, random_state=0),
         "regression"),

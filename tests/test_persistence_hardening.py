@@ -25,6 +25,7 @@ from sklearn.preprocessing import MinMaxScaler, StandardScaler
 from sklearn.svm import SVC
 
 import sparsekm
+import sparsekm._persistence.bounds
 from sparsekm import FormatError, KernelExpansion, load, persistence, save
 from sparsekm.cli import main as cli_main
 from sparsekm.kernels import RBF, Linear
@@ -119,7 +120,7 @@ def test_compressed_meta_bomb_is_refused_before_decompression(tmp_path, method):
 def test_meta_read_is_capped_by_bytes_actually_read(tmp_path, monkeypatch):
     path = tmp_path / "big.skm"
     _write(path, {"meta.json": b'{"format": "sparsekm"' + b" " * 5000 + b"}"})
-    monkeypatch.setattr(persistence, "_MAX_META_BYTES", 1000)
+    monkeypatch.setattr(sparsekm._persistence.bounds, "_MAX_META_BYTES", 1000)
     with pytest.raises(FormatError, match="meta.json' is too large"):
         load(path)
 

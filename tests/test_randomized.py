@@ -695,7 +695,7 @@ def test_kpca_persistence_and_errors(tmp_path):
         RandomizedKernelPCA(sampling="dense").fit(X)
     with pytest.raises(ValueError, match="'solver' parameter"):
         RandomizedKernelPCA(solver="arpack").fit(X)
-    with pytest.raises(ValueError, match="'s' parameter .* >= 1"):
+    with pytest.raises(ValueError, match=r"'s' parameter .* in the range \[1.0, inf\)"):
         RandomizedKernelPCA(sampling="sparsify", s=0.5).fit(X)
     with pytest.raises(ValueError, match="n_samples = 80"):
         RandomizedKernelPCA(81).fit(X)

@@ -259,3 +259,76 @@ def test_code_key_is_the_code_read_at_import_not_a_later_edit(tmp_path):
     key = code_key(m.f)
     (tmp_path / "ck_edit.py").write_text("# shifted\n\ndef f(x):\n    return x * 7\n")
     assert code_key(m.f) == key  # the running code did not change
+
+
+# -- issue 38: numpy's SIMD dispatch in the key; cells counted once per table ------------
+def test_cell_key_changes_with_numpys_simd_dispatch(tmp_path, monkeypatch):
+    """With numpy's AVX-512 loops off (NPY_DISABLE_CPU_FEATURES, or an AVX2-only CPU) a
+    value computed with them on is never served, and vice versa."""
+    monkeypatch.setattr(cache_mod, "_FRESH", set())
+    _fake_blas(monkeypatch, "SkylakeX")
+    cell, params = "banana/1/0.1/mrs", {"C": 10.0}
+    monkeypatch.setattr(cache_mod, "numpy_simd_signature", lambda: "X86_V3+X86_V4")
+    on = CellCache.key(cell, params, 0, "code1")
+    path = tmp_path / "cache.json"
+    CellCache(path).put(cell, params, 0, "code1", {"error": 0.1643})
+    monkeypatch.setattr(cache_mod, "numpy_simd_signature", lambda: "X86_V3")
+    assert CellCache.key(cell, params, 0, "code1") != on
+    cache_mod._FRESH.clear()
+    assert CellCache(path).get(cell, params, 0, "code1") is None
+    CellCache(path).put(cell, params, 0, "code1", {"error": 0.1736})  # kept side by side
+    entries = json.loads(path.read_text())["entries"].values()
+    assert sorted((e["numpy_simd"], e["value"]["error"]) for e in entries) == [
+        ("X86_V3", 0.1736), ("X86_V3+X86_V4", 0.1643)]
+    cache_mod._FRESH.clear()
+    c = CellCache(path)
+    assert c.get(cell, params, 0, "code1") == {"error": 0.1736}
+    assert "numpy SIMD X86_V3;" in c.provenance()
+
+
+def test_numpy_simd_signature_is_numpys_enabled_dispatch():
+    from sparsekm._provenance import numpy_simd_signature
+
+    try:
+        from numpy._core import _multiarray_umath as mu
+    except ImportError:  # pragma: no cover
+        from numpy.core import _multiarray_umath as mu
+    on = [d for d in mu.__cpu_dispatch__ if mu.__cpu_features__.get(d)]
+    assert numpy_simd_signature() == ("+".join(sorted(on)) or "baseline")
+
+
+def test_entries_without_numpy_simd_miss(tmp_path, monkeypatch):
+    """Entries written before the key had numpy's dispatch: never served."""
+    monkeypatch.setattr(cache_mod, "_FRESH", set())
+    _fake_blas(monkeypatch, "SkylakeX")
+    blob = cache_mod._canonical({"cell": "a", "params": {}, "seed": 0, "code": "k",
+                                 "blas": cache_mod.blas_signature()})
+    import hashlib
+
+    old_key = hashlib.sha256(blob.encode()).hexdigest()[:24]
+    old = {"cell": "a", "params": {}, "seed": 0, "code": "k", "blas": cache_mod.blas_signature(),
+           "computed": "2026-01-01T00:00:00Z", "seconds": 1.0, "value": {"e": 1}}
+    path = tmp_path / "cache.json"
+    path.write_text(json.dumps({"format": 2, "entries": {old_key: old}}))
+    assert CellCache(path).get("a", {}, 0, "k") is None
+
+
+def test_provenance_counts_each_cell_once_across_tables_in_one_process(tmp_path, monkeypatch):
+    """Several Wu tables in one process: a cell computed by the first and read again (or
+    looked at for a note) by the next counts once, never "260 of 240 cells"."""
+    monkeypatch.setattr(cache_mod, "_FRESH", set())
+    path = tmp_path / "cache.json"
+    t1 = CellCache(path)
+    for k in range(3):
+        assert t1.get(f"c{k}", {}, 0, "key") is None
+        t1.put(f"c{k}", {}, 0, "key", {"e": k}, seconds=60.0)
+        t1.get(f"c{k}", {}, 0, "key")  # read back after computing it
+    assert t1.provenance(total=3) == "3 of 3 cells computed in this run (3.0 min)"
+    t3 = CellCache(path)  # the next table, same process: the cells are this run's
+    with t3.uncounted() as seen:  # a look for an evidence note
+        assert t3.get("c0", {}, 0, "key") == {"e": 0}
+    assert [e["value"] for e in seen] == [{"e": 0}]
+    for _ in range(2):
+        for k in range(2):
+            assert t3.get(f"c{k}", {}, 0, "key") == {"e": k}
+    assert t3.provenance(total=2) == "2 of 2 cells computed in this run (2.0 min)"

@@ -266,3 +266,23 @@ def test_cached_only_computes_nothing(tmp_path, capsys):
     assert "n/a / 16.5" in text and "from the cache" not in text
     assert "120 of 120 cells not run (n/a)" in text  # 4 cells x 10 splits x 3 seeds
     assert not cache.exists()
+
+
+def test_classify_uses_the_decimals_the_paper_prints():
+    """Issue 38: the paper prints Ringnorm's SVM test error as 1.60; stored as the float
+    1.6 it lost a decimal, and our 1.63 counted as a tie (1.6 = 1.6)."""
+    from sparsekm.reproduce import published_cell
+    from sparsekm.reproduce._report import classify
+    from sparsekm.reproduce.franc import IDA_TABLE
+
+    cell = {"table": IDA_TABLE, "cell": "Ringnorm SVM TestErr %", "ours": 1.63, "paper": 1.6}
+    assert classify(cell) == "worse"  # an old record: decimals from the table's registry
+    assert classify({**cell, "ours": 1.604}) == "tie"
+    assert classify({**cell, "ours": 1.57}) == "better"
+    rec = published_cell(IDA_TABLE, "Ringnorm SVM TestErr %", 1.63, 1.6)
+    assert rec["paper_decimals"] == 2 and classify(rec) == "worse"
+    assert published_cell(IDA_TABLE, "Ringnorm SVM n_SV", 212.6, 218)["paper_decimals"] == 0
+    # an explicit value wins; other tables keep the float's own decimals
+    assert classify({"ours": 1.63, "paper": 1.6, "paper_decimals": 1}) == "tie"
+    assert classify({"table": "another", "cell": "x TestErr %", "ours": 1.63,
+                     "paper": 1.6}) == "tie"

@@ -9,6 +9,7 @@ stop at ``max_iter``; selection with a budget returns exactly ``n_vectors`` vect
 
 from __future__ import annotations
 
+import inspect
 import re
 import warnings
 
@@ -93,7 +94,7 @@ def test_string_kernels_follow_scikit_learn(cls, data):
     assert _fitted_kernel(est) == RBF(0.7)
     with pytest.raises(ValueError, match=r"gamma, degree and coef0 apply to string kernels"):
         _fit(_make(cls, kernel=RBF(0.7), gamma=0.5), X, y)
-    with pytest.raises(ValueError, match="'gamma' parameter of .* must be 'scale', 'auto'"):
+    with pytest.raises(ValueError, match=r"'gamma' parameter of \w+ must be .*Got 'big' instead"):
         _fit(_make(cls, kernel="rbf", gamma="big"), X, y)
 
 
@@ -395,3 +396,88 @@ def test_budget_above_the_usable_terms_keeps_them_all():
     with warnings.catch_warnings():
         warnings.simplefilter("error", ReducedSetWarning)
         assert select_l1(psi, n_vectors=psi.n_terms).expansion.n_terms == psi.n_terms
+
+
+# -- issue 35: parameters validated at fit, keyword-only hyperparameters ----------------
+class _NoSuchValue:
+    """A value of no type any constraint accepts."""
+
+    def __repr__(self):
+        return "<no such value>"
+
+
+def _constrained(cls):
+    return [(cls, name) for name, rule in sorted(cls._parameter_constraints.items())
+            if "no_validation" not in rule]
+
+
+@pytest.mark.parametrize("cls, name", [c for cls in ESTIMATORS for c in _constrained(cls)],
+                         ids=lambda v: getattr(v, "__name__", v))
+def test_a_bad_parameter_fails_at_fit_naming_it(cls, name, data):
+    """scikit-learn's ``_fit_context``: ``fit`` checks ``_parameter_constraints`` first."""
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    X, y = data
+    est = _make(cls, **{name: _NoSuchValue()})  # construction accepts anything
+    assert isinstance(est.get_params()[name], _NoSuchValue)
+    with pytest.raises(InvalidParameterError,
+                       match=rf"The '{name}' parameter of {cls.__name__} must be .*"
+                             r"Got <no such value> instead") as err:
+        _fit(est, X, y)
+    assert isinstance(err.value, ValueError)
+
+
+def test_every_estimator_has_constraints_and_a_bad_value_is_caught_before_fitting(data):
+    X, y = data
+    for cls in ESTIMATORS:
+        params = set(inspect.signature(cls.__init__).parameters) - {"self"}
+        assert params <= set(cls._parameter_constraints), cls.__name__
+    cls = next(c for c in ESTIMATORS if "kernel" in c._parameter_constraints)
+    est = _make(cls, kernel="no-such-kernel")
+    with pytest.raises(ValueError, match="'kernel' parameter"):
+        _fit(est, X, y)
+    assert not hasattr(est, "n_features_in_")  # nothing was fitted
+
+
+#: The one leading parameter that stays positional (the size of the result, or the
+#: estimator a meta-estimator wraps), as in scikit-learn (``PCA(n_components, *, ...)``).
+_POSITIONAL = {"KernelPCA": "n_components", "RandomizedKernelPCA": "n_components",
+               "GreedyBasis": "n_basis", "ApproxKFD": "n_basis",
+               "ReducedSetClassifier": "estimator", "ReducedSetRegressor": "estimator",
+               **{n: "n_vectors" for n in ("SparseLargeMarginClassifier", "SparseKFD", "RSVM",
+                                           "ModifiedRSVM", "ModifiedRS")}}
+
+
+@pytest.mark.parametrize("cls", ESTIMATORS, ids=lambda c: c.__name__)
+def test_hyperparameters_are_keyword_only(cls):
+    params = list(inspect.signature(cls.__init__).parameters.values())[1:]
+    positional = [p.name for p in params if p.kind != p.KEYWORD_ONLY]
+    assert positional == ([_POSITIONAL[cls.__name__]] if cls.__name__ in _POSITIONAL else [])
+    assert len(params) - len(positional) >= 3
+
+
+@pytest.mark.parametrize("cls", [c for c in ESTIMATORS if c.__name__ != "RandomizedKernelPCA"],
+                         ids=lambda c: c.__name__)
+def test_positional_hyperparameters_still_work_for_one_release_with_a_warning(cls):
+    # (RandomizedKernelPCA was keyword-only from the start: no positional form to keep)
+    params = list(inspect.signature(cls.__init__).parameters.values())[1:]
+    lead = [p.default for p in params if p.kind != p.KEYWORD_ONLY]
+    first, second = [p.name for p in params if p.kind == p.KEYWORD_ONLY][:2]
+    a, b = _NoSuchValue(), _NoSuchValue()
+    with pytest.warns(FutureWarning, match=rf"Pass {first}=<no such value>, "
+                                           rf"{second}=<no such value> as keyword"):
+        est = cls(*lead, a, b)
+    got = est.get_params()
+    assert got[first] is a and got[second] is b  # bound in the old positional order
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cls(*lead)  # no warning for what stays positional
+    with pytest.raises(TypeError, match="positional arguments"):
+        cls(*lead, *[None] * (len(params) + 1))
+
+
+def test_an_estimator_keyword_only_from_the_start_refuses_positional_use():
+    from sparsekm.models import RandomizedKernelPCA
+
+    with pytest.raises(TypeError):
+        RandomizedKernelPCA(2, None)

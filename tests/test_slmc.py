@@ -262,7 +262,7 @@ def test_modified_rs_save_load(tmp_path, moons):
 @pytest.mark.parametrize("cls", [SLMC, SparseKFD, RSVM, ModifiedRSVM])
 def test_error_paths(moons, cls):
     X, y = moons
-    with pytest.raises(ValueError, match="'n_vectors' parameter .* must be an int >= 1"):
+    with pytest.raises(ValueError, match=r"'n_vectors' parameter .* must be an int in the range \[1, inf\)"):
         cls(n_vectors=0).fit(X, y)
     with pytest.raises(ValueError, match="larger than the number of distinct training points"):
         cls(n_vectors=len(X) + 1).fit(X, y)

@@ -2,9 +2,10 @@
 
 Each speed-up of ``fixed_z`` -- the bordered Gram system of the active set, its damped
 exchange, the active-set polish of interior-point iterates and the capped libsvm cold
-start -- is checked against the previous path (kept under a module flag) or against
-libsvm at a tight tolerance followed by the polish: same ``W`` (eq. 44) and ``beta``
-(eq. 45) within stated tolerances, and every KKT condition of the returned point.
+start -- is checked against an independent computation (the full KKT system, the
+interior point on all samples from a cold start, or libsvm at a tight tolerance followed
+by the polish): same ``W`` (eq. 44) and ``beta`` (eq. 45) within stated tolerances, and
+every KKT condition of the returned point.
 """
 
 import numpy as np
@@ -36,7 +37,7 @@ def _problem(n=600, n_vectors=30, seed=0, shift=0.0, class_sep=1.5):
 
 def _reference(F, T, y):
     """libsvm at a tight tolerance, polished (the plain reference path)."""
-    return fixed_z._solve_features(F, T, y, C, tol=1e-10, warm_start=None, sample_weight=None,
+    return fixed_z.solve_features(F, T, y, C, tol=1e-10, warm_start=None, sample_weight=None,
                                    solver="libsvm", features="whitened")
 
 
@@ -59,6 +60,26 @@ def _same(sol, ref):
     np.testing.assert_allclose(sol.intercept, ref.intercept, rtol=0, atol=1e-6)
 
 
+def _margin_system_full(F, y, C, S, B, s_idx):
+    """The margin system by the full KKT system in ``(w, b, alpha_S)`` of size
+    ``n_features + 1 + |S|`` (the independent reference of the bordered Gram form)."""
+    m = F.shape[1]
+    k = s_idx.size
+    Fs, ys = F[s_idx], y[s_idx]
+    A = np.zeros((m + 1 + k, m + 1 + k))
+    rhs = np.zeros(m + 1 + k)
+    A[:m, :m] = np.eye(m)
+    A[:m, m + 1:] = -(Fs * ys[:, None]).T
+    rhs[:m] = F[B].T @ (C[B] * y[B])
+    A[m, m + 1:] = ys
+    rhs[m] = -(C[B] * y[B]).sum()
+    A[m + 1:, :m] = Fs * ys[:, None]
+    A[m + 1:, m] = ys
+    rhs[m + 1:] = 1.0
+    sol = np.linalg.solve(A, rhs)
+    return sol[:m], sol[m], sol[m + 1:]
+
+
 def test_gram_system_equals_full_kkt_system():
     # _margin_system (|S| + 1 unknowns) and the previous full system (n_features + 1 + |S|)
     # give the same (w, b, alpha_S) for any partition
@@ -72,7 +93,7 @@ def test_gram_system_equals_full_kkt_system():
         B = (u > 0.02) & (u < 0.06)
         s_idx = np.flatnonzero(S)
         w1, b1, a1 = fixed_z._margin_system(F, y, Cv, S, B, s_idx)
-        w2, b2, a2 = fixed_z._margin_system_full(F, y, Cv, S, B, s_idx)
+        w2, b2, a2 = _margin_system_full(F, y, Cv, S, B, s_idx)
         np.testing.assert_allclose(w1, w2, rtol=1e-8, atol=1e-8 * np.abs(w2).max())
         np.testing.assert_allclose(b1, b2, rtol=1e-8, atol=1e-8)
         np.testing.assert_allclose(a1, a2, rtol=1e-7, atol=1e-7 * np.abs(a2).max())
@@ -99,7 +120,7 @@ def test_damped_active_set_reaches_the_reference_kkt_point(damp, shift, class_se
     np.testing.assert_allclose(T2.T @ w, ref.beta, rtol=0, atol=1e-6 * np.abs(ref.beta).max())
 
 
-def test_interior_point_early_polish_gives_the_converged_solution(monkeypatch):
+def test_interior_point_early_polish_gives_the_converged_solution():
     X, y, Z, _ = _problem(n=800)
     F, T = _features(X, Z, RBF(0.05))
     hook = fixed_z._polisher(F, y, C)
@@ -112,9 +133,9 @@ def test_interior_point_early_polish_gives_the_converged_solution(monkeypatch):
     early = fixed_z._ipm_svm(F, y, C, early=counting)
     assert calls  # the polish was tried on an interior iterate
     n_calls = len(calls)
-    monkeypatch.setattr(fixed_z, "_IPM_EARLY", ())  # the previous path: converge, then polish
-    late = fixed_z._polish(F, y, C, "ipm", fixed_z._ipm_svm(F, y, C, early=counting))[0]
-    assert len(calls) == n_calls  # no early polish without thresholds
+    # no early hook: converge, then polish
+    late = fixed_z._polish(F, y, C, "ipm", fixed_z._ipm_svm(F, y, C, early=None))[0]
+    assert len(calls) == n_calls
     ref = _reference(F, T, y)
     for alpha, w, b in (early, late):
         _assert_kkt(F, y, alpha, w, b)
@@ -127,8 +148,8 @@ def test_cold_libsvm_start_equals_the_interior_point():
     F, T = _features(X, Z, RBF(0.05))
     kw = dict(tol=1e-4, warm_start=None, sample_weight=None, solver="auto",
               features="whitened")
-    cold = fixed_z._solve_features(F, T, y, C, cold="libsvm", **kw)
-    ipm = fixed_z._solve_features(F, T, y, C, cold="ipm", **kw)
+    cold = fixed_z.solve_features(F, T, y, C, cold="libsvm", **kw)
+    ipm = fixed_z.solve_features(F, T, y, C, cold="ipm", **kw)
     assert cold.extra["method"] == "libsvm+active-set"
     assert ipm.extra["method"].startswith("ipm")
     _same(cold, ipm)
@@ -136,34 +157,30 @@ def test_cold_libsvm_start_equals_the_interior_point():
     _assert_kkt(F, y, cold.alpha, F.T @ (cold.alpha * y), cold.intercept)
 
 
-def _old_path(monkeypatch):
-    """The inner-SVM path of main before issue 25's speed-ups."""
-    monkeypatch.setattr(fixed_z, "_GRAM_FORM", False)
-    monkeypatch.setattr(fixed_z, "_DAMPED_ACTIVE_SET", False)
-    monkeypatch.setattr(fixed_z, "_IPM_EARLY", ())
-    monkeypatch.setattr(fixed_z, "_WARM_ACTIVE_SET_ITER", 20)
-    monkeypatch.setattr(fixed_z, "_RETRY_DAMP", None)
-    monkeypatch.setattr(slmc_mod, "_COLD", "ipm")
-
-
-def test_shared_slmc_follows_the_previous_path(monkeypatch):
-    # the whole L-BFGS run over the shared Z: same W history, Z, W and beta as the old path
+def test_shared_slmc_follows_the_cold_interior_point_path(monkeypatch):
+    # the whole L-BFGS run over the shared Z: same W history, Z, W and beta as when every
+    # inner SVM is solved from scratch by the interior point on all samples (no warm
+    # active set, no libsvm cold start, no working set): both reach exact KKT points
     X, y = make_blobs(700, centers=4, cluster_std=2.5, random_state=4)
     kw = dict(n_vectors=25, C=C, kernel=RBF(0.1), init="kmeans", shared=True, max_iter=6,
               tol=1e-9, random_state=0)
     paths = {}
-    original = slmc_mod._solve_features
+    original = slmc_mod.solve_features
 
     def counting(*a, **k):
         sol = original(*a, **k)
         paths[sol.extra["method"]] = paths.get(sol.extra["method"], 0) + 1
         return sol
 
-    monkeypatch.setattr(slmc_mod, "_solve_features", counting)
+    monkeypatch.setattr(slmc_mod, "solve_features", counting)
     with pytest.warns(Warning):  # stops at max_iter
         fast = SLMC(**kw).fit(X, y)
     assert paths.get("libsvm+active-set", 0) == 4  # the cold start of the 4 problems
-    _old_path(monkeypatch)
+
+    def cold_ipm(*a, **k):
+        return original(*a, **{**k, "warm_start": None, "cold": "ipm"})
+
+    monkeypatch.setattr(slmc_mod, "solve_features", cold_ipm)
     with pytest.warns(Warning):
         old = SLMC(**kw).fit(X, y)
     # equal to rounding, amplified by L-BFGS over the iterations (as in

@@ -129,18 +129,17 @@ def test_usps_rvm_cell_is_ten_fast_rvcs_with_the_svm_kernel_and_is_cached(tmp_pa
     for attr, value in patched.items():
         monkeypatch.setattr(slmc, attr, value)
     assert slmc.run_rvm_usps_cell(again, compute=False) == out
-    assert "FastRVC" in slmc.RVM_USPS_PROTOCOL and "RBF(1/128)" in slmc.RVM_USPS_PROTOCOL
+    text = slmc.rvm_usps_protocol()
+    assert "FastRVC" in text and "RBF(1/128)" in text
 
 
 def test_partial_reason_counts_cached_splits_without_touching_provenance(monkeypatch):
     from types import SimpleNamespace
 
     from sparsekm.reproduce import slmc
+    from sparsekm.reproduce._cache import CellCache
 
-    class Cache:
-        hits = []
-
-    cache = Cache()
+    cache = CellCache(None)  # in memory; the look goes through CellCache.uncounted
     cache.hits = [{"cell": "x"}]
 
     def fake_run_cell(name, split, ratio, method, cache_, data_path, seed, compute=True):
@@ -185,3 +184,26 @@ def test_cell_code_key_covers_exactly_the_code_each_method_runs(monkeypatch, mod
     monkeypatch.setitem(cache_mod._SOURCES, module, f"edited {module}")
     after = _keys()
     assert {m for m in METHODS if after[m] != before[m]} == changed
+
+
+def test_usps_rvm_note_quotes_the_time_the_cache_records():
+    """Issue 38: the note said "938 s" (typed) where the cache recorded 812 s."""
+    from sparsekm.reproduce import slmc
+    from sparsekm.reproduce._cache import CellCache
+
+    cache = CellCache(None)
+    cache.hits = [{"cell": "usps/1/None/svm", "seconds": 5.0},
+                  {"cell": slmc.RVM_USPS_CELL, "seconds": 812.4}]
+    secs = slmc._cell_seconds(cache, slmc.RVM_USPS_CELL)
+    assert secs == 812.4
+    text = slmc.rvm_usps_protocol(secs)
+    assert "took 812 s as the cell cache records (about 81 s each)" in text
+    assert f"needs {slmc.RVM_CV_FITS} fits (about 6 h at that rate)" in text
+    assert "938" not in text
+    assert slmc._cell_seconds(CellCache(None), slmc.RVM_USPS_CELL) is None
+    assert "not in the cache" in slmc.rvm_usps_protocol(None)
+    # the cell name is the runner's
+    import inspect
+
+    assert 'f"{name}/{split}/None/rvm_fast"' in inspect.getsource(slmc.run_rvm_usps_cell)
+    assert slmc.RVM_USPS_CELL == "usps/1/None/rvm_fast"

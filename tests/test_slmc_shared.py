@@ -189,7 +189,52 @@ def test_callback_stopiteration_stops_like_max_iter(n_classes, shared):
     np.testing.assert_allclose(stopped.decision_function(X), capped.decision_function(X),
                                rtol=1e-10, atol=1e-10)
     assert not hasattr(stopped, "_callback")  # nothing of the hook stays on the model
+    # the stop is the caller's, not convergence (it was reported as convergence before)
+    assert stopped.stop_reasons_ == ["STOP: CALLBACK"] * n_problems
     with pytest.raises(TypeError, match="callback must be callable"):
         SLMC(**kw).fit(X, y, callback=3)
     with pytest.raises(ValueError, match="n_jobs"):
         SLMC(n_jobs=2, **kw).fit(X, y, callback=stop_after_two)
+
+
+class _JumpingClock:
+    """A fake clock: every read advances it by ``step`` seconds; counts its reads."""
+
+    def __init__(self, step):
+        self.t, self.step, self.reads = 0.0, step, 0
+
+    def __call__(self):
+        self.reads += 1
+        self.t += self.step
+        return self.t
+
+
+@pytest.mark.parametrize("n_classes, shared", [(2, True), (3, True), (3, False)])
+def test_deadline_stops_with_its_own_reason(n_classes, shared, tmp_path):
+    """fit(deadline=...) past its time stops every L-BFGS run after its first iteration,
+    the model says why (DEADLINE_STOP, not convergence), and equals max_iter=1; without a
+    deadline the fit never reads the clock."""
+    from sklearn.datasets import make_blobs
+
+    import sparsekm
+    from sparsekm.kernels import RBF
+    from sparsekm.models import SLMC
+    from sparsekm.utils.optimize import DEADLINE_STOP, RELATIVE_STOP, Deadline
+
+    X, y = make_blobs(150, centers=n_classes, cluster_std=2.5, random_state=1)
+    kw = dict(n_vectors=4, C=10.0, kernel=RBF(0.2), shared=shared, random_state=0)
+    clock = _JumpingClock(3600.0)
+    deadline = Deadline(10.0, clock=clock)
+    stopped = SLMC(max_iter=50, **kw).fit(X, y, deadline=deadline)
+    capped = SLMC(max_iter=1, **kw).fit(X, y)
+    n_problems = 1 if (shared or n_classes == 2) else n_classes
+    assert stopped.stop_reasons_ == [DEADLINE_STOP] * n_problems
+    assert clock.reads == 1 + n_problems  # the start, then once after each first iteration
+    np.testing.assert_array_equal(stopped.n_iter_, [1] * n_problems)
+    np.testing.assert_allclose(stopped.decision_function(X), capped.decision_function(X),
+                               rtol=1e-10, atol=1e-10)
+    full = SLMC(max_iter=50, **kw).fit(X, y)
+    assert all(m != DEADLINE_STOP for m in full.stop_reasons_)
+    assert RELATIVE_STOP in full.stop_reasons_ or np.all(full.n_iter_ == 50)
+    sparsekm.save(stopped, tmp_path / "s.skm")
+    assert sparsekm.load(tmp_path / "s.skm").stop_reasons_ == stopped.stop_reasons_

@@ -19,10 +19,13 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "sparsekm"
 
 #: Floors from the bottom up; a module may import its own floor or lower ones. The first
 #: matching prefix (dotted, relative to ``sparsekm``) names a module's floor.
+#: ``_constraints`` sits on the kernels floor: it states the estimators' parameter vocabulary,
+#: whose ``kernel`` entry is the kernels' own (``Kernel``, ``KERNEL_NAMES``); every module
+#: that uses it (``multiclass``, the solvers, ``models``) is higher.
 LAYERS = (
-    ("foundation", ("_version", "_constraints", "utils", "config", "backend", "_data_registry",
-                    "_fetch")),
-    ("kernels", ("kernels",)),
+    ("foundation", ("_version", "utils", "config", "backend", "_data_registry", "_fetch",
+                    "_provenance")),
+    ("kernels", ("kernels", "_constraints")),
     ("expansion", ("expansion", "geometry", "parallel")),
     ("io", ("_persistence", "persistence", "interop", "multiclass", "quantize", "convert")),
     ("solvers", ("preimage", "reduced_set", "approx", "sparse_learning")),

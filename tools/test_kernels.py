@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""Run the default test suite under several OpenBLAS kernels and thread counts; report.
+"""Run the default test suite under several OpenBLAS kernels, numpy SIMD dispatches and thread counts.
 
 OpenBLAS chooses its compute kernels by CPU, so a floating-point tie can break one way
 on one machine and the other way on the next.  ``OPENBLAS_CORETYPE`` forces a kernel
-(Prescott is the generic x86-64 one), which lets one machine play several CPUs.  For
-every (kernel, ``OMP_NUM_THREADS``) pair this script runs ``python -m pytest`` (the
+(Prescott is the generic x86-64 one), which lets one machine play several CPUs.  numpy
+dispatches its own loops by CPU too: ``--numpy no-avx512`` sets
+``NPY_DISABLE_CPU_FEATURES`` to the AVX-512 targets this numpy dispatches (``X86_V4``,
+``AVX512_*``; what an AVX2-only CPU runs), ``native`` leaves numpy as it is. For
+every (kernel, numpy dispatch, ``OMP_NUM_THREADS``) triple this script runs ``python -m pytest`` (the
 README's command, default markers and doctests) in a fresh process, reads the counts
 from a JUnit XML file, asks threadpoolctl which kernel the BLAS actually reported in
 that environment, and writes a report to stdout and to
@@ -23,6 +26,10 @@ Faster, two pytest-xdist workers, two thread counts::
 One kernel, a subset of the tests::
 
     python tools/test_kernels.py --kernels Prescott -- tests/test_slmc_shared.py
+
+numpy's AVX-512 loops off, the native BLAS kernel, under ``PYTHONWARNINGS=ignore``::
+
+    python tools/test_kernels.py --kernels native --numpy no-avx512 --pythonwarnings ignore
 """
 
 from __future__ import annotations
@@ -50,13 +57,46 @@ _PROBE = (
 )
 
 
-def _env(kernel, omp):
+NUMPY_MODES = ("native", "no-avx512")
+
+_NUMPY_PROBE = (
+    "import json; from numpy._core import _multiarray_umath as m; "
+    "print(json.dumps({'dispatch': list(m.__cpu_dispatch__), "
+    "'enabled': sorted(k for k, v in m.__cpu_features__.items() if v)}))"
+)
+
+
+def avx512_targets(python=sys.executable):
+    """The AVX-512 targets the numpy of ``python`` dispatches to (``X86_V4``,
+    ``AVX512F``, ``AVX512_SKX``, ...: the names differ between numpy versions)."""
+    env = dict(os.environ)
+    env.pop("NPY_DISABLE_CPU_FEATURES", None)
+    info = _numpy_probe(python, env)
+    return [d for d in info.get("dispatch", []) if d.startswith("AVX512") or d == "X86_V4"]
+
+
+def _numpy_probe(python, env):
+    out = subprocess.run([python, "-c", _NUMPY_PROBE], env=env, cwd=ROOT, capture_output=True,
+                         text=True, check=False)
+    try:
+        return json.loads(out.stdout)
+    except json.JSONDecodeError:
+        return {"error": (out.stderr or out.stdout)[-500:]}
+
+
+def _env(kernel, omp, numpy_mode="native", python=sys.executable, pythonwarnings=None):
     env = dict(os.environ)
     env.pop("OPENBLAS_CORETYPE", None)
     if kernel != "native":
         env["OPENBLAS_CORETYPE"] = kernel
     if omp is not None:
         env["OMP_NUM_THREADS"] = str(omp)
+    if numpy_mode == "no-avx512":
+        env["NPY_DISABLE_CPU_FEATURES"] = " ".join(avx512_targets(python))
+    elif numpy_mode != "native":
+        raise ValueError(f"numpy mode {numpy_mode!r}: choose from {NUMPY_MODES}")
+    if pythonwarnings is not None:
+        env["PYTHONWARNINGS"] = pythonwarnings
     return env
 
 
@@ -91,9 +131,10 @@ def _counts(xml_path):
     return counts, failing
 
 
-def run_one(python, kernel, omp, workers, pytest_args):
+def run_one(python, kernel, omp, workers, pytest_args, numpy_mode="native",
+            pythonwarnings=None):
     """Run the suite once; return its record (counts, failures, kernel reported, seconds)."""
-    env = _env(kernel, omp)
+    env = _env(kernel, omp, numpy_mode, python, pythonwarnings)
     with tempfile.TemporaryDirectory() as tmp:
         xml = Path(tmp) / "junit.xml"
         cmd = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--tb=short",
@@ -113,6 +154,10 @@ def run_one(python, kernel, omp, workers, pytest_args):
     return {
         "kernel_requested": kernel,
         "omp_num_threads": omp,
+        "numpy_dispatch": numpy_mode,
+        "npy_disable_cpu_features": env.get("NPY_DISABLE_CPU_FEATURES"),
+        "numpy_cpu_features_enabled": _numpy_probe(python, env).get("enabled"),
+        "pythonwarnings": env.get("PYTHONWARNINGS"),
         "blas_reported": _probe(python, env),
         "pytest_workers": workers or 0,
         "returncode": proc.returncode,
@@ -135,6 +180,16 @@ def _commit():
     except (OSError, subprocess.CalledProcessError):
         return None
     return head + ("+dirty" if dirty.strip() else "")
+
+
+def _stamp():
+    """sparsekm._provenance.stamp() of this checkout (the tests' parent process)."""
+    sys.path.insert(0, str(ROOT / "src"))
+    try:
+        from sparsekm._provenance import stamp
+    finally:
+        sys.path.pop(0)
+    return stamp(ROOT)
 
 
 def _machine():
@@ -161,6 +216,11 @@ def main(argv=None):
                          "default: %(default)s")
     ap.add_argument("--omp", nargs="+", default=["1"],
                     help="OMP_NUM_THREADS values ('inherit': leave as is); default: 1")
+    ap.add_argument("--numpy", nargs="+", default=list(NUMPY_MODES), choices=NUMPY_MODES,
+                    help="numpy's SIMD dispatch: 'native', 'no-avx512' (its AVX-512 loops off "
+                         "with NPY_DISABLE_CPU_FEATURES, as on an AVX2-only CPU); default: both")
+    ap.add_argument("--pythonwarnings", default=None, metavar="VALUE",
+                    help="PYTHONWARNINGS for every run (e.g. 'ignore'); default: as inherited")
     ap.add_argument("-n", "--workers", type=int, default=0,
                     help="pytest-xdist workers per run (0: serial, the default)")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT,
@@ -178,6 +238,7 @@ def main(argv=None):
         "started_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "machine": _machine(),
         "native_blas": _probe(args.python, _env("native", None)),
+        "numpy_avx512_targets": avx512_targets(args.python),
         "pytest_args": args.pytest_args,
         "runs": [],
     }
@@ -185,30 +246,33 @@ def main(argv=None):
     if args.append and args.out.exists():
         earlier = json.loads(args.out.read_text()).get("runs", [])
     ok = True
-    for kernel in args.kernels:
-        for omp in omps:
-            rec = run_one(args.python, kernel, omp, args.workers, args.pytest_args)
-            report["runs"].append(rec)
-            ok &= rec["ok"]
-            rec["commit"] = _commit()
-            arch = sorted({i.get("architecture") for i in rec["blas_reported"]
-                           if i.get("internal_api") == "openblas"} - {None})
-            print(f"{kernel:<12} OMP={omp!s:<7} reported={','.join(arch) or '?':<20} "
-                  f"passed={rec['passed']:<5} failed={rec['failed']:<3} "
-                  f"errors={rec['errors']:<3} skipped={rec['skipped']:<3} "
-                  f"{rec['seconds_wall']:>7.1f} s  {'ok' if rec['ok'] else 'FAILED'}",
-                  flush=True)
-            for bad in rec["failing"]:
-                print(f"    {bad['kind'].upper()} {bad['test']}", flush=True)
-            report["finished_utc"] = _dt.datetime.now(_dt.timezone.utc).isoformat(
-                timespec="seconds")
-            report["all_ok"] = ok
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            tmp = args.out.with_suffix(".json.tmp")
-            full = {**report, "runs": earlier + report["runs"],
-                    "all_ok": all(r["ok"] for r in earlier + report["runs"])}
-            tmp.write_text(json.dumps(full, indent=1) + "\n")
-            tmp.replace(args.out)
+    combos = [(k, n, o) for k in args.kernels for n in args.numpy for o in omps]
+    for kernel, numpy_mode, omp in combos:
+        rec = run_one(args.python, kernel, omp, args.workers, args.pytest_args, numpy_mode,
+                      args.pythonwarnings)
+        report["runs"].append(rec)
+        ok &= rec["ok"]
+        rec["commit"] = _commit()
+        arch = sorted({i.get("architecture") for i in rec["blas_reported"]
+                       if i.get("internal_api") == "openblas"} - {None})
+        print(f"{kernel:<12} numpy={numpy_mode:<10} OMP={omp!s:<7} "
+              f"reported={','.join(arch) or '?':<20} "
+              f"passed={rec['passed']:<5} failed={rec['failed']:<3} "
+              f"errors={rec['errors']:<3} skipped={rec['skipped']:<3} "
+              f"{rec['seconds_wall']:>7.1f} s  {'ok' if rec['ok'] else 'FAILED'}",
+              flush=True)
+        for bad in rec["failing"]:
+            print(f"    {bad['kind'].upper()} {bad['test']}", flush=True)
+        report["finished_utc"] = _dt.datetime.now(_dt.timezone.utc).isoformat(
+            timespec="seconds")
+        report["all_ok"] = ok
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = args.out.with_suffix(".json.tmp")
+        full = {**report, "runs": earlier + report["runs"],
+                "all_ok": all(r["ok"] for r in earlier + report["runs"]),
+                "provenance": _stamp()}
+        tmp.write_text(json.dumps(full, indent=1) + "\n")
+        tmp.replace(args.out)
     print(f"{'all runs passed' if ok else 'SOME RUNS FAILED'}; report: {args.out}")
     return 0 if ok else 1
 

@@ -6,9 +6,8 @@ approximation, direct sparse learning and randomized kernels, all around one
 object, :class:`~sparsekm.expansion.KernelExpansion`.
 """
 
-__version__ = "0.1.0"
-
 from . import config  # noqa: E402
+from ._version import __version__
 from .compress import compress  # noqa: E402
 from .expansion import KernelExpansion  # noqa: E402
 from .kernels import RBF, InverseMultiquadric, Linear, Polynomial, Sigmoid  # noqa: E402

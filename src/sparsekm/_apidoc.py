@@ -44,6 +44,7 @@ MODULES = (
     "sparsekm.datasets",
     "sparsekm.persistence",
     "sparsekm.interop",
+    "sparsekm.convert",
     "sparsekm.onnx_export",
     "sparsekm.quantize",
     "sparsekm.c_export",

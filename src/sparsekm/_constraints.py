@@ -1,9 +1,9 @@
 """Parameter constraints shared by sparsekm estimators (scikit-learn's ``_parameter_constraints``).
 
-Each estimator declares ``_parameter_constraints`` in scikit-learn's vocabulary, so that
-:func:`sparsekm.load` validates every constructor parameter read from a file with the
-estimator's own rules (``sklearn.utils._param_validation``) before building it. ``fit``
-keeps its own checks; these tables state the same ranges.
+Each estimator declares ``_parameter_constraints`` in scikit-learn's vocabulary: ``fit``
+validates them first (scikit-learn's ``_fit_context``), and :func:`sparsekm.load` validates
+every constructor parameter read from a file with the same rules
+(``sklearn.utils._param_validation``) before building the estimator.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .kernels import Kernel
+from .kernels import KERNEL_NAMES, Kernel
 
 __all__ = ["KERNEL", "POSITIVE", "NON_NEGATIVE", "POSITIVE_INT", "REAL", "RANDOM_STATE",
            "N_JOBS", "BACKEND", "BOOLEAN"]
@@ -27,9 +27,20 @@ N_JOBS = [Integral, None]
 BACKEND = [StrOptions({"numpy", "torch"}), None]
 BOOLEAN = ["boolean"]
 
+class _KernelName(StrOptions):
+    """A kernel's name as :func:`sparsekm.kernels.resolve_kernel` reads it (any case), so
+    that a file naming no kernel (``kernel="os.system"``) is refused when loaded."""
+
+    def __init__(self):
+        super().__init__(set(KERNEL_NAMES))
+
+    def is_satisfied_by(self, val):
+        return isinstance(val, str) and val.lower() in self.options
+
+
 #: ``kernel``, ``gamma``, ``degree`` and ``coef0`` (see :func:`sparsekm.kernels.resolve_kernel`).
 KERNEL = {
-    "kernel": [Kernel, str, None],
+    "kernel": [Kernel, _KernelName(), None],
     "gamma": [StrOptions({"scale", "auto"}), *POSITIVE],
     "degree": POSITIVE_INT,
     "coef0": REAL,

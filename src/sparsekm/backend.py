@@ -32,6 +32,7 @@ import sys
 
 import numpy as np
 
+from .config import BACKENDS
 from .utils.validation import check_array
 
 __all__ = [
@@ -48,8 +49,6 @@ __all__ = [
     "NumpyNamespace",
     "TorchNamespace",
 ]
-
-BACKENDS = ("numpy", "torch")
 
 
 def is_tensor(a):

@@ -216,6 +216,7 @@ def cmd_info(args):
 def _load_matrix(path, name):
     import numpy as np
 
+    check_input_file(path, name)
     if str(path).endswith(".npy"):
         arr = np.load(path, allow_pickle=False)
     else:
@@ -234,6 +235,8 @@ def cmd_denoise(args):
             "--gamma and --width both set the RBF kernel's width (gamma = 1 / width); give "
             "one of them"))
     check_output_path(args.output, "--output")
+    _check_save_target(args.output, args.force, inputs=(args.train, args.input),
+                       option="--output")
     X = _load_matrix(args.train, "--train")
     N = _load_matrix(args.input, "--input")
     if args.gamma is not None:
@@ -398,6 +401,65 @@ def _default_column_names(first, second, delimiter):
     return len(values) == len(names) and any(not v.lstrip("+-").isdigit() for v in values)
 
 
+def check_input_file(path, what):
+    """Refuse, before opening it, an input that is not a regular file.
+
+    A FIFO (named pipe) or a device blocks ``open``/``read`` until a writer comes, so the
+    command would hang; a folder or a missing file gets a message naming the option.
+    """
+    import stat
+
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise CLIError(f"{what} {path}: no such file") from None
+    except OSError as exc:
+        raise CLIError(f"{what} {path}: cannot be read ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise CLIError(f"{what} {path} is a folder; give a file")
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a FIFO (named pipe)" if stat.S_ISFIFO(st.st_mode) else (
+            "a socket" if stat.S_ISSOCK(st.st_mode) else "a device")
+        raise CLIError(f"{what} {path} is {kind}, not a regular file: sparsekm reads "
+                       "regular files only (it would wait for a writer); save the data to a "
+                       "file and give its path")
+
+
+#: first bytes of files that hold a model, not data rows: ZIP (a sparsekm file), a
+#: pickle (protocol 2-5, e.g. joblib), ONNX has no magic (caught as "not text")
+_MODEL_MAGICS = ((b"PK\x03\x04", "a ZIP archive (a sparsekm .skm model)"),
+                 (b"PK\x05\x06", "a ZIP archive (a sparsekm .skm model)"))
+
+
+def _binary_kind(head):
+    """What the first bytes ``head`` of a data file say it is when it is not a table of
+    numbers: a model (ZIP, pickle), other binary data, or None (text)."""
+    for magic, kind in _MODEL_MAGICS:
+        if head.startswith(magic):
+            return kind
+    if len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5:
+        return "a pickle (e.g. a joblib-saved model)"
+    if b"\x00" in head:
+        return "binary data"
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 4:  # not just a character cut at the end of head
+            return "binary data (not UTF-8 text)"
+    return None
+
+
+def _refuse_binary_data(path, head, expected):
+    kind = _binary_kind(head)
+    if kind is None:
+        return
+    model = "model" in kind or "pickle" in kind or "ZIP" in kind
+    raise CLIError(
+        f"{path} looks like {'a model file' if model else 'a binary file'} ({kind}), not "
+        f"{expected}: give data rows as .npy or .csv/.txt"
+        + (" (sparsekm predict MODEL DATA: the model first, then the data)" if model else ""))
+
+
 def read_matrix(path, index_col=False, *, note=None):
     """Read a 2-D float array from ``.npy`` or ``.csv``/``.txt`` (comma or whitespace).
 
@@ -414,14 +476,22 @@ def read_matrix(path, index_col=False, *, note=None):
     from .utils.validation import check_array
 
     path = str(path)
+    check_input_file(path, "data file")
+    with open(path, "rb") as fh:
+        head = fh.read(4096)
     pandas_index = False
     if path.endswith(".npy"):
+        if not head.startswith(b"\x93NUMPY"):
+            _refuse_binary_data(path, head, "a .npy array")
         try:
             X = np.load(path, allow_pickle=False)
         except Exception as exc:
             raise ValueError(f"could not read {path} as a .npy array: {exc}") from None
     else:
-        with open(path) as fh:
+        _refuse_binary_data(path, head, "a CSV or text table of numbers")
+        # utf-8-sig: a byte-order mark (Excel's "CSV UTF-8") is dropped, so that the first
+        # row is read as numbers, not taken for a header
+        with open(path, encoding="utf-8-sig", errors="replace") as fh:
             first = fh.readline()
             second = fh.readline()
         delimiter = "," if "," in first else None
@@ -440,7 +510,8 @@ def read_matrix(path, index_col=False, *, note=None):
             else:
                 note(text)
         try:
-            X = np.loadtxt(path, delimiter=delimiter, skiprows=skip, ndmin=2)
+            X = np.loadtxt(path, delimiter=delimiter, skiprows=skip, ndmin=2,
+                           encoding="utf-8-sig")
         except Exception as exc:
             raise ValueError(f"could not read {path} as a numeric table: {exc}") from None
         fields = first.rstrip("\r\n").split(",") if delimiter == "," else []
@@ -536,6 +607,7 @@ def _load_sparsekm_file(path, key=None, require_key=False):
     from .persistence import FormatError, load
 
     path = str(path)
+    check_input_file(path, "model file")
     try:
         return load(path, key=key, require_key=require_key)
     except FormatError as exc:
@@ -587,6 +659,8 @@ def cmd_predict(args):
 
     if args.output:
         check_output_path(args.output)
+        _check_save_target(args.output, args.force,
+                           inputs=(args.model, args.data, args.key_file))
     model = _load_sparsekm_file(args.model, key=read_key_file(args.key_file),
                                 require_key=args.require_key)
     kind = _model_kind(model)
@@ -630,7 +704,7 @@ REDUCE_METHODS = ("construct", "construct+refine", "select-kpca", "select-backwa
 #: docs/performance.md).
 DEFAULT_REDUCE_METHOD = "construct+refine"
 #: With --train/--validation (sparsekm.compress) also these, and "auto".
-COMPRESS_ONLY_METHODS = ("auto", "uniform-svm", "kmeans-svm", "greedy-svm", "slmc")
+COMPRESS_ONLY_METHODS = ("auto", "uniform-svm", "kmeans-svm", "greedy-svm", "slmc", "slmc-peer")
 #: ``reduce`` without data warns when the reduced model predicts differently from the
 #: original on more than this fraction of the original's own vectors.
 MIN_AGREEMENT = 0.9
@@ -667,8 +741,7 @@ def load_object(path, trust_pickle=False, key=None, require_key=False):
     from .persistence import FormatError, load
 
     path = str(path)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"No such file: {path!r}.")
+    check_input_file(path, "model file")
     try:
         obj = load(path, key=key, require_key=require_key)
         return obj, f"sparsekm file ({type(obj).__name__})"
@@ -719,45 +792,19 @@ def load_model(path, trust_pickle=False, key=None, require_key=False):
 def reducible(obj, path):
     """``obj`` (as :func:`load_object` read it from ``path``) as what ``reduce`` shrinks:
     an :class:`~sparsekm.multiclass.ExpansionClassifier` or a
-    :class:`~sparsekm.KernelExpansion` (see :func:`load_model`)."""
-    import numpy as np
+    :class:`~sparsekm.KernelExpansion` (:func:`sparsekm.convert.exact_model`, the
+    conversion :func:`sparsekm.compress` uses too)."""
+    from .convert import exact_model
 
-    from .expansion import KernelExpansion
-    from .interop import classifier_from_estimator
-    from .multiclass import ExpansionClassifier
-
-    if isinstance(obj, (KernelExpansion, ExpansionClassifier)):
-        return obj
-    from sklearn.multiclass import OneVsOneClassifier, OneVsRestClassifier
-    from sklearn.svm import SVC, NuSVC
-
-    if isinstance(obj, (SVC, NuSVC, OneVsRestClassifier, OneVsOneClassifier)):
-        return classifier_from_estimator(obj)
-    if hasattr(obj, "_classifier") and isinstance(getattr(obj, "expansion_", None),
-                                                  KernelExpansion):
-        obj._restore_defaults()
-        return obj._classifier()  # a ReducedSetClassifier: its machine and classes
-    if hasattr(obj, "transform") and isinstance(getattr(obj, "expansions_", None),
-                                                KernelExpansion):
-        return obj.expansions_  # sparsekm's KernelPCA: transform(X) = expansions_(X)
     try:
-        psi = KernelExpansion.from_estimator(obj)
-    except TypeError:
+        return exact_model(obj, owner="reduce")
+    except (TypeError, ValueError):
         raise CLIError(
             f"{path} holds a {type(obj).__module__.split('.')[0]} {type(obj).__name__}, "
             "which reduce cannot shrink: it reduces kernel expansions (sparsekm models with "
             "expansion_ or expansions_, KernelExpansion files, and scikit-learn's SVC, NuSVC, "
             "SVR, NuSVR, OneVsRestClassifier(SVC), OneVsOneClassifier(SVC) and "
             "sklearn.decomposition.KernelPCA)") from None
-    classes = getattr(obj, "classes_", None)
-    if classes is not None and hasattr(obj, "predict"):
-        # other sparsekm classifiers: sign (binary) or one-vs-rest argmax
-        k = len(classes)
-        if k == 2 and not psi.is_multioutput:
-            return ExpansionClassifier(psi, np.asarray(classes), scheme="binary")
-        if k > 2 and psi.n_outputs == k:
-            return ExpansionClassifier(psi, np.asarray(classes), scheme="ovr")
-    return psi
 
 
 def _positive_int(text):
@@ -827,24 +874,45 @@ def _reduce_plan(args, psi):
     return shared, n
 
 
-def _check_save_target(path, force):
-    """Refuse, before any work, an output that :func:`sparsekm.save` would refuse at the
-    end: a folder, a missing folder, or a read-only file without ``--force``."""
+def _same_file(a, b):
+    """Whether paths ``a`` and ``b`` name one file (the same path, a link, a hard link)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.abspath(a) == os.path.abspath(b)
+
+
+def _check_save_target(path, force, inputs=(), option="-o"):
+    """Refuse, before any work, an output the command must not write: a folder, a file in
+    a missing folder, an existing file without ``--force`` (the same rule for ``reduce``,
+    ``predict``, ``export`` and ``denoise``), and one of the command's own ``inputs``
+    whatever ``--force`` says (the input would be gone if the command failed half-way,
+    and ``reduce m.skm -o m.skm`` loses the full model)."""
     import stat
 
     target = Path(str(path))
+    for src in inputs:
+        if src is not None and os.path.exists(path) and _same_file(path, src):
+            raise CLIError(f"{option} {path} is the command's own input ({src}); write the "
+                           "result to another file (--force never replaces an input)")
     if target.is_dir():
-        raise CLIError(f"-o {path} is a folder; give a file name such as {target / 'model.skm'}")
+        raise CLIError(f"{option} {path} is a folder; give a file name such as "
+                       f"{target / ('model.skm' if option == '-o' else 'out.npy')}")
     parent = target.parent if str(target.parent) else Path(".")
     if not parent.is_dir():
-        raise CLIError(f"-o {path}: the folder {parent} does not exist")
+        raise CLIError(f"{option} {path}: the folder {parent} does not exist; create it "
+                       f"first (mkdir -p {parent}) or write elsewhere")
     try:
         st = os.lstat(target)  # as sparsekm.save checks it: a symbolic link is replaced
     except OSError:
         return
-    if stat.S_ISREG(st.st_mode) and not st.st_mode & 0o222 and not force:
-        raise CLIError(f"-o {path} is read-only (mode {stat.filemode(st.st_mode)}); "
+    if force:
+        return
+    if stat.S_ISREG(st.st_mode) and not st.st_mode & 0o222:
+        raise CLIError(f"{option} {path} is read-only (mode {stat.filemode(st.st_mode)}); "
                        "pass --force to replace it")
+    raise CLIError(f"{option} {path} already exists; pass --force to replace it, or write "
+                   "to another file")
 
 
 def cmd_reduce(args):
@@ -854,6 +922,9 @@ def cmd_reduce(args):
     from .persistence import save
     from .reduced_set import reduce_expansion
 
+    # the own-input and existing-file refusals hold for both ways of reducing
+    _check_save_target(args.output, args.force,
+                       inputs=(args.model, args.validation, args.train, args.key_file))
     if args.max_error_increase is not None or args.validation or args.train:
         return cmd_reduce_compress(args)
     if args.n_vectors is None:
@@ -893,6 +964,12 @@ def cmd_reduce(args):
     else:
         out = reduced
     save(out, args.output, key=key, force=args.force)
+    if n_after > n:
+        # --per-class: -n counts the vectors of each output; never larger in silence
+        print(f"sparsekm: warning: the reduced model has {n_after} distinct vectors (kernel "
+              f"evaluations per prediction), more than the {n} asked: --per-class keeps -n "
+              f"{n} for each of the {psi.n_outputs} outputs; drop --per-class for one set of "
+              f"{n} shared by all outputs", file=sys.stderr)
     # The speed-up, measured: both machines on the same 2000 rows (the model's own
     # vectors, repeated) in sparsekm's evaluator, with one BLAS thread so that a busy
     # machine's thread contention does not flatter either side.
@@ -900,9 +977,10 @@ def cmd_reduce(args):
 
     rows = np.asarray(psi.vectors, dtype=np.float64)
     rows = np.tile(rows, (-(-2000 // max(rows.shape[0], 1)), 1))[:2000]
-    with threadpool_limits(limits=1, user_api="blas"):
-        t_exact = _median_seconds(lambda: psi.decision_function(rows))
-        t_red = _median_seconds(lambda: reduced.decision_function(rows))
+    if n_after < n_before:
+        with threadpool_limits(limits=1, user_api="blas"):
+            t_exact = _median_seconds(lambda: psi.decision_function(rows))
+            t_red = _median_seconds(lambda: reduced.decision_function(rows))
     rel = np.atleast_1d(res.relative_objective)
     if args.quiet:
         print(f"loaded {args.model}: {source}, {n_before} distinct vectors, {psi.n_outputs} "
@@ -912,8 +990,15 @@ def cmd_reduce(args):
     print(f"reduced with {args.method}{' (' + how + ')' if how else ''}: {n_before} -> "
           f"{n_after} distinct vectors = kernel evaluations per prediction "
           f"({n_before / max(n_after, 1):.1f}x fewer)")
-    print(f"measured speed-up of the outputs in sparsekm's evaluator: {t_exact / t_red:.1f}x "
-          f"(median of 5 timings on {rows.shape[0]} rows, one BLAS thread)")
+    if n_after < n_before:
+        print(f"measured speed-up of the outputs in sparsekm's evaluator: "
+              f"{t_exact / t_red:.1f}x (median of 5 timings on {rows.shape[0]} rows, one BLAS "
+              "thread)")
+    else:
+        # timing two machines of the same size measures only noise
+        print(f"no reduction: the result has as many distinct vectors as the model "
+              f"({n_before} -> {n_after}), so there is no speed-up to measure; give a "
+              f"smaller -n")
     print("relative error ||Psi - Psi'||^2 / ||Psi||^2 per output: "
           + (", ".join(f"{v:.3g}" for v in rel) if rel.size <= 10 else
              f"mean {rel.mean():.3g}, max {rel.max():.3g} over {rel.size} outputs"))
@@ -927,8 +1012,9 @@ def cmd_reduce(args):
         if agree < MIN_AGREEMENT:
             print(f"sparsekm: warning: the reduced model predicts differently from the "
                   f"original on {100 * (1 - agree):.1f} % of its vectors (more than "
-                  f"{100 * (1 - MIN_AGREEMENT):.0f} %): try a larger -n or --method "
-                  "construct+refine", file=sys.stderr)
+                  f"{100 * (1 - MIN_AGREEMENT):.0f} %): try a larger -n"
+                  + ("" if args.method == "construct+refine" else
+                     " or --method construct+refine"), file=sys.stderr)
     if clf is not None:
         print(f"saved {args.output}: a classifier ({clf.scheme}) keeping the classes "
               f"{_short_list(clf.classes)} and the SVM's thresholds (apply it with: sparsekm "
@@ -945,6 +1031,13 @@ def _short_list(values, k=6):
 
 
 def cmd_export(args):
+    _check_save_target(args.output, args.force, inputs=(args.model, args.key_file))
+    if args.format == "c":  # the header is written beside it: the same rule for it
+        if Path(args.output).suffix == ".h":
+            raise CLIError(f"-o {args.output}: give the .c file to write (its header is "
+                           "written beside it, with the suffix .h)")
+        _check_save_target(Path(args.output).with_suffix(".h"), args.force,
+                           inputs=(args.model, args.key_file))
     model = _load_sparsekm_file(args.model, key=read_key_file(args.key_file),
                                 require_key=args.require_key)
     if args.format == "c":
@@ -980,6 +1073,7 @@ def read_key_file(path):
     """The HMAC key in ``path`` (its bytes, one trailing newline removed); None without a path."""
     if path is None:
         return None
+    check_input_file(path, "--key-file")
     with open(path, "rb") as fh:
         key = fh.read((1 << 16) + 1)
     if len(key) > 1 << 16:
@@ -989,6 +1083,15 @@ def read_key_file(path):
     if not key:
         raise ValueError(f"--key-file {path} is empty.")
     return key
+
+
+def add_force_option(p, what, read_only=False):
+    """``--force``: the one rule of every command that writes a file."""
+    p.add_argument("--force", action="store_true",
+                   help=f"replace {what} if it exists"
+                        + (" (even read-only; its mode is kept)" if read_only else "")
+                        + ". Without it an existing file is refused; the command's own input "
+                        "files are never replaced")
 
 
 def add_key_file_option(p):
@@ -1058,8 +1161,13 @@ def add_compress_options(p):
                         "them and the thresholds re-fitted; without --validation, choices are "
                         "made by 3-fold CV inside TRAIN")
     g.add_argument("--time-limit", type=float, default=None, metavar="S",
-                   help="with --validation/--train: skip costlier candidates once S seconds "
-                        "are spent (default 3x the first candidate, at least 300 s)")
+                   help="with --validation/--train: a hard cap; candidates not started when "
+                        "S seconds are spent are skipped and a running SLMC stops (the "
+                        "report says what was cut; the result then depends on the machine's "
+                        "load). Default: none (the same model on any machine)")
+    g.add_argument("--jobs", type=int, default=None, metavar="J",
+                   help="with --validation/--train: candidates fitted in J parallel "
+                        "processes (the model does not depend on it)")
     g.add_argument("--plot", default=None,
                    help="with --validation/--train: figure of the candidates (default: "
                         "OUTPUT with .png)")
@@ -1124,10 +1232,12 @@ def cmd_reduce_compress(args):
                                f"{_short_list(np.asarray(classes))}")
         y_val = None if y_val is None else y_val.astype(dt)
         y_tr = None if y_tr is None else y_tr.astype(dt)
+    # progress by default on a terminal (--quiet: none); the report states the total time
     small = compress(model, X_val, y_val, n_vectors=args.n_vectors,
                      max_error_increase=args.max_error_increase, method=method,
                      X_train=X_tr, y_train=y_tr, time_limit=args.time_limit,
-                     random_state=args.seed)
+                     random_state=args.seed, n_jobs=args.jobs, timing=True,
+                     verbose=not args.quiet and sys.stderr.isatty())
     rep = small.compress_report_
     print(rep.table())
     save(small, args.output, key=key, force=args.force)
@@ -1221,8 +1331,7 @@ def build_parser():
                         "models, else a KernelExpansion")
     p.add_argument("--trust-pickle", action="store_true",
                    help="allow loading a joblib pickle (can execute code: trusted files only)")
-    p.add_argument("--force", action="store_true",
-                   help="replace OUTPUT even if it is read-only (its mode is kept)")
+    add_force_option(p, "OUTPUT", read_only=True)
     add_key_file_option(p)
     add_compress_options(p)
     p.set_defaults(func=cmd_reduce)
@@ -1244,6 +1353,7 @@ def build_parser():
     p.add_argument("--decision", "--decision-function", dest="decision", action="store_true",
                    help="classifiers: print decision values instead of labels (as the "
                         "scikit-learn model's decision_function)")
+    add_force_option(p, "OUTPUT")
     add_key_file_option(p)
     p.set_defaults(func=cmd_predict)
 
@@ -1263,6 +1373,7 @@ def build_parser():
                    help="C: storage of the expansion vectors (default float32)")
     p.add_argument("--scales", choices=("per-vector", "per-feature"), default="per-vector",
                    help="C, int8: one scale per vector (default) or per feature")
+    add_force_option(p, "OUTPUT")
     add_key_file_option(p)
     p.set_defaults(func=cmd_export)
 
@@ -1322,6 +1433,7 @@ def build_parser():
     p.add_argument("--max-iter", type=int, default=200)
     p.add_argument("--tol", type=float, default=1e-6)
     p.add_argument("--linear", action="store_true", help="linear PCA baseline instead")
+    add_force_option(p, "--output")
     p.set_defaults(func=cmd_denoise)
     return parser
 

@@ -34,7 +34,11 @@ from threadpoolctl import threadpool_limits
 
 from .utils.validation import check_scalar
 
-__all__ = ["get_config", "set_config", "config_context", "threads"]
+__all__ = ["get_config", "set_config", "config_context", "threads", "single_threaded_blas"]
+
+#: The array backends :mod:`sparsekm.backend` implements (defined here, with the option that
+#: names them, so that ``config`` needs nothing from ``backend``).
+BACKENDS = ("numpy", "torch")
 
 _DEFAULTS = {"backend": "numpy", "device": None, "n_threads": None}
 _config = dict(_DEFAULTS)
@@ -46,8 +50,6 @@ def get_config():
 
 
 def _validated(backend, device, n_threads):
-    from .backend import BACKENDS
-
     out = {}
     if backend is not None:
         if backend not in BACKENDS:
@@ -147,7 +149,7 @@ def effective_n_threads():
 
 
 @contextlib.contextmanager
-def _single_threaded_blas():
+def single_threaded_blas():
     """Limit BLAS to one thread while the engine's own pool runs (re-entrant, thread-safe)."""
     with _lock:
         if _blas_state["depth"] == 0:

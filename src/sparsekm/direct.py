@@ -8,14 +8,6 @@ import warnings
 
 from .sparse_learning import *  # noqa: F401,F403
 from .sparse_learning import __all__  # noqa: F401
-from .sparse_learning.fixed_z import (  # noqa: F401  (private names used by old callers)
-    _check_C,
-    _check_Z,
-    _ipm_svm,
-    _linear_svm,
-    _svm_values,
-)
-from .sparse_learning.sparse_kfd import _skfd_parts  # noqa: F401
 
 warnings.warn("sparsekm.direct is deprecated; import sparsekm.sparse_learning instead.",
               DeprecationWarning, stacklevel=2)

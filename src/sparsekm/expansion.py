@@ -441,9 +441,25 @@ class KernelExpansion:
         class, each distinct support vector stored once), ``KernelPCA`` (one column
         per component; ``transform``). See :func:`sparsekm.interop.expansion_from_estimator`.
         """
-        from .interop import expansion_from_estimator
+        if not _ESTIMATOR_CONVERTERS:
+            raise TypeError("no converter from estimators to expansions is registered; import "
+                            "sparsekm (its interop module registers one).")
+        return _ESTIMATOR_CONVERTERS[-1](estimator)
 
-        return expansion_from_estimator(estimator)
+
+#: Converters from fitted estimators to expansions. The layer that knows the estimators
+#: (:mod:`sparsekm.interop`, above this one) registers itself here, so that
+#: :meth:`KernelExpansion.from_estimator` reaches it without importing up the layers.
+_ESTIMATOR_CONVERTERS = []
+
+
+def register_estimator_converter(converter):
+    """Make ``converter(estimator) -> KernelExpansion`` the one
+    :meth:`KernelExpansion.from_estimator` uses; returns it (a decorator)."""
+    if not callable(converter):
+        raise TypeError(f"a converter must be callable; got {type(converter).__name__}.")
+    _ESTIMATOR_CONVERTERS.append(converter)
+    return converter
 
 
 def _decision_function_block(X, expansion, block_size=None, backend=None):

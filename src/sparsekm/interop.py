@@ -14,7 +14,14 @@ Each conversion reproduces the estimator's own output to rounding error:
 * ``OneVsOneClassifier(SVC)``: the same pairwise layout (sign flipped so that positive
   means the first class of the pair); identical support vectors of different pairs are
   stored once.
-* ``SVR`` / ``NuSVR``: the same sum gives ``predict``.
+* ``SVR`` / ``NuSVR``: the same sum gives ``predict``; ``OneClassSVM``: its
+  ``decision_function``.
+* ``KernelRidge``: ``predict(x) = K(x, X_fit_) @ dual_coef_`` (kernels ``rbf``,
+  ``laplacian``, ``poly``, ``sigmoid``, ``linear`` or a scikit-learn GP kernel).
+* ``GaussianProcessRegressor``: the predictive mean ``y_std (K(x, X_train_) @ alpha_) +
+  y_mean`` (``normalize_y`` undone), with the kernel converted by
+  :func:`kernel_from_sklearn_gp` (amplitude folded into the coefficients, an added
+  constant kernel into the intercept, the white noise dropping out).
 * ``OneVsRestClassifier(SVC)``: one column per class; support vectors shared
   between the binary machines are stored once (coefficient 0 where a machine does
   not use a vector), so evaluating all classes costs one kernel evaluation per
@@ -30,11 +37,15 @@ Each conversion reproduces the estimator's own output to rounding error:
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
-from .kernels import RBF, Linear, Polynomial, Sigmoid
+from .expansion import register_estimator_converter
+from .kernels import RBF, Kernel, Laplacian, Linear, Matern, Polynomial, RationalQuadratic, Sigmoid
 
-__all__ = ["expansion_from_estimator", "classifier_from_estimator", "kernel_from_sklearn"]
+__all__ = ["expansion_from_estimator", "classifier_from_estimator", "kernel_from_sklearn",
+           "GPKernelForm", "kernel_from_sklearn_gp"]
 
 
 def kernel_from_sklearn(estimator):
@@ -56,6 +67,10 @@ def kernel_from_sklearn(estimator):
         gamma = getattr(estimator, "gamma_", None)
     if gamma is None:
         gamma = estimator.gamma
+    if gamma is None and hasattr(estimator, "n_features_in_"):
+        # KernelRidge passes gamma=None to sklearn.metrics.pairwise, whose default is
+        # 1 / n_features for rbf, laplacian, poly and sigmoid
+        gamma = 1.0 / estimator.n_features_in_
     if isinstance(gamma, str):
         raise ValueError(
             f"{type(estimator).__name__} has gamma={gamma!r} but no fitted gamma; is it fitted?"
@@ -64,6 +79,10 @@ def kernel_from_sklearn(estimator):
     degree = int(getattr(estimator, "degree", 3))
     if kernel == "rbf":
         return RBF(gamma=float(gamma))
+    if kernel == "laplacian":
+        return Laplacian(gamma=float(gamma))
+    if kernel == "polynomial":  # KernelRidge's alias
+        kernel = "poly"
     if kernel == "linear":
         return Linear()
     if kernel == "poly":
@@ -74,7 +93,147 @@ def kernel_from_sklearn(estimator):
         return Polynomial(degree=degree, coef0=coef0, gamma=float(gamma))
     if kernel == "sigmoid":
         return Sigmoid(kappa=float(gamma), theta=coef0)
+    if kernel in ("chi2", "additive_chi2", "cosine"):
+        raise TypeError(
+            f"{type(estimator).__name__} uses kernel={kernel!r}, which has no sparsekm kernel "
+            "form (it is neither a function of ||x - y|| nor of x . y, and its gradient for the "
+            "pre-image steps is not implemented); supported: 'rbf', 'laplacian', 'poly', "
+            "'sigmoid', 'linear' and scikit-learn GP kernels (see kernel_from_sklearn_gp).")
     raise TypeError(f"Unsupported kernel {kernel!r} in {type(estimator).__name__}.")
+
+
+class GPKernelForm(NamedTuple):
+    """A scikit-learn Gaussian-process kernel as ``amplitude * kernel + constant (+ noise)``.
+
+    The covariance is ``c(x, y) = amplitude * kernel(x, y) + constant``, plus ``noise``
+    on the training diagonal only (``WhiteKernel``: scikit-learn's ``WhiteKernel(X, Y)``
+    is zero for a second argument, so the noise takes part in the training solve
+    ``alpha = (K + noise I)^-1 y`` but drops out of the predictive mean's expansion,
+    and ``kernel_.diag(X)`` includes it in ``predict(return_std=True)``).
+
+    Attributes
+    ----------
+    kernel : Kernel
+        The sparsekm kernel of the one non-constant term.
+    amplitude : float
+        Product of the ``ConstantKernel`` factors of that term.
+    constant : float
+        Sum of the added ``ConstantKernel`` terms (a constant covariance: in the
+        predictive mean it becomes the intercept ``constant * sum_i alpha_i``).
+    noise : float
+        Sum of the ``WhiteKernel`` noise levels.
+    """
+
+    kernel: Kernel
+    amplitude: float = 1.0
+    constant: float = 0.0
+    noise: float = 0.0
+
+
+def _scalar_length_scale(k):
+    ls = np.asarray(k.length_scale, dtype=np.float64)
+    if ls.size != 1:
+        raise TypeError(
+            f"{k!r} has an anisotropic length_scale (one per feature, ARD), which sparsekm's "
+            "kernels do not have: fit with a scalar length_scale, or rescale X by the length "
+            "scales (X / length_scale) and refit with length_scale=1.")
+    return float(ls.reshape(-1)[0])
+
+
+def _gp_terms(k):
+    """``[("base", kernel, amp) | ("const", c) | ("white", n)]`` of a GP kernel (a sum)."""
+    from sklearn.gaussian_process import kernels as gpk
+
+    if isinstance(k, gpk.Sum):
+        return _gp_terms(k.k1) + _gp_terms(k.k2)
+    if isinstance(k, gpk.Product):
+        for const, other in ((k.k1, k.k2), (k.k2, k.k1)):
+            if isinstance(const, gpk.ConstantKernel):
+                c = float(const.constant_value)
+                scaled = []
+                for t in _gp_terms(other):
+                    scaled.append((t[0], t[1], t[2] * c) if t[0] == "base" else (t[0], t[1] * c))
+                return scaled
+        raise TypeError(
+            f"The product {k!r} of two non-constant kernels has no sparsekm kernel form "
+            "(only ConstantKernel * kernel products are converted).")
+    if isinstance(k, gpk.ConstantKernel):
+        return [("const", float(k.constant_value))]
+    if isinstance(k, gpk.WhiteKernel):
+        return [("white", float(k.noise_level))]
+    if isinstance(k, gpk.Matern):  # (a subclass of RBF: tested first)
+        ell = _scalar_length_scale(k)
+        if np.isinf(k.nu):
+            return [("base", RBF(gamma=1.0 / (2.0 * ell**2)), 1.0)]
+        if float(k.nu) not in Matern._NUS:
+            raise TypeError(
+                f"{k!r}: Matérn kernels with nu = {k.nu} (Bessel-function forms) have no "
+                "sparsekm kernel; nu = 0.5, 1.5, 2.5 and inf are converted.")
+        return [("base", Matern(length_scale=ell, nu=float(k.nu)), 1.0)]
+    if isinstance(k, gpk.RBF):
+        return [("base", RBF(gamma=1.0 / (2.0 * _scalar_length_scale(k) ** 2)), 1.0)]
+    if isinstance(k, gpk.RationalQuadratic):
+        return [("base", RationalQuadratic(length_scale=float(k.length_scale),
+                                           alpha=float(k.alpha)), 1.0)]
+    if isinstance(k, gpk.DotProduct):  # sigma_0^2 + x . y
+        return [("base", Polynomial(degree=1, coef0=float(k.sigma_0) ** 2), 1.0)]
+    if isinstance(k, gpk.Exponentiation) and isinstance(k.kernel, gpk.DotProduct) \
+            and float(k.exponent) == int(k.exponent) and int(k.exponent) >= 1:
+        return [("base", Polynomial(degree=int(k.exponent),
+                                    coef0=float(k.kernel.sigma_0) ** 2), 1.0)]
+    raise TypeError(
+        f"{type(k).__name__} ({k!r}) has no sparsekm kernel form; convertible: RBF, Matern "
+        "(nu 0.5, 1.5, 2.5, inf), RationalQuadratic, DotProduct (and its integer powers), "
+        "their products with ConstantKernel, and sums with ConstantKernel and WhiteKernel.")
+
+
+def kernel_from_sklearn_gp(kernel):
+    """The :class:`GPKernelForm` of a scikit-learn ``gaussian_process.kernels`` kernel.
+
+    Parameters
+    ----------
+    kernel : sklearn.gaussian_process.kernels.Kernel
+        Usually a fitted ``GaussianProcessRegressor``'s ``kernel_``.
+
+    Returns
+    -------
+    GPKernelForm
+
+    Raises
+    ------
+    TypeError
+        For kernels without a sparsekm form (periodic, anisotropic length scales,
+        Matérn with other ``nu``, products of two non-constant kernels, sums of two
+        different non-constant kernels), naming the reason.
+
+    Examples
+    --------
+    >>> from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
+    >>> kernel_from_sklearn_gp(ConstantKernel(2.0) * Matern(0.5, nu=1.5) + WhiteKernel(0.1))
+    GPKernelForm(kernel=Matern(length_scale=0.5, nu=1.5), amplitude=2.0, constant=0.0, noise=0.1)
+    """
+    from sklearn.gaussian_process.kernels import Kernel as GPKernel
+
+    if not isinstance(kernel, GPKernel):
+        raise TypeError(f"kernel_from_sklearn_gp expects a sklearn.gaussian_process kernel; got "
+                        f"{type(kernel).__name__}.")
+    base, amplitude, constant, noise = None, 0.0, 0.0, 0.0
+    for term in _gp_terms(kernel):
+        if term[0] == "const":
+            constant += term[1]
+        elif term[0] == "white":
+            noise += term[1]
+        else:
+            if base is not None and term[1] != base:
+                raise TypeError(
+                    f"{kernel!r} sums two different kernels ({base!r} and {term[1]!r}); a sum "
+                    "of kernels is not one sparsekm kernel.")
+            base = term[1]
+            amplitude += term[2]
+    if base is None:
+        raise TypeError(f"{kernel!r} has only constant and white-noise terms: no kernel "
+                        "expansion (its predictive mean is a constant).")
+    return GPKernelForm(base, float(amplitude), float(constant), float(noise))
 
 
 def _check_fitted(est, attr):
@@ -220,6 +379,52 @@ def _from_kernel_pca(est):
     return KernelExpansion(X, coef, kernel, intercept)
 
 
+def _from_kernel_ridge(est):
+    """KernelRidge: ``predict(x) = K(x, X_fit_) @ dual_coef_`` (no intercept)."""
+    from sklearn.gaussian_process.kernels import Kernel as GPKernel
+
+    from .expansion import KernelExpansion
+
+    _check_fitted(est, "dual_coef_")
+    X = est.X_fit_
+    if not isinstance(X, np.ndarray):
+        raise TypeError("KernelRidge was fitted on sparse data (X_fit_ is a sparse matrix); "
+                        "refit it on dense data.")
+    dual = np.asarray(est.dual_coef_, dtype=np.float64)
+    if isinstance(est.kernel, GPKernel):
+        form = kernel_from_sklearn_gp(est.kernel)
+        return KernelExpansion(X, form.amplitude * dual, form.kernel,
+                               form.constant * dual.sum(axis=0))
+    return KernelExpansion(X, dual, kernel_from_sklearn(est), np.zeros(dual.shape[1:]))
+
+
+def _from_gaussian_process(est):
+    """GaussianProcessRegressor: the predictive mean ``y_std (K(x, X) @ alpha_) + y_mean``."""
+    from .expansion import KernelExpansion
+
+    if not hasattr(est, "X_train_"):
+        from sklearn.exceptions import NotFittedError
+
+        raise NotFittedError(
+            "This GaussianProcessRegressor is not fitted: its prior mean is 0 and has no "
+            "kernel expansion. Fit it before converting it.")
+    X = np.asarray(est.X_train_)
+    if X.ndim != 2 or X.dtype.kind not in "fiu":
+        raise TypeError("The GaussianProcessRegressor was fitted on non-vector inputs; only "
+                        "numeric (n_samples, n_features) data convert.")
+    form = kernel_from_sklearn_gp(est.kernel_)
+    alpha = np.asarray(est.alpha_, dtype=np.float64)
+    y_std = np.asarray(est._y_train_std, dtype=np.float64).reshape(-1)
+    y_mean = np.asarray(est._y_train_mean, dtype=np.float64).reshape(-1)
+    if alpha.ndim == 2 and alpha.shape[1] == 1:  # predict squeezes one target to 1-D
+        alpha = alpha[:, 0]
+    coef = form.amplitude * alpha * (y_std if alpha.ndim == 2 else y_std[0])
+    intercept = y_mean + y_std * form.constant * alpha.sum(axis=0)
+    return KernelExpansion(X.astype(np.float64), coef, form.kernel,
+                           intercept if alpha.ndim == 2 else float(intercept[0]))
+
+
+@register_estimator_converter
 def expansion_from_estimator(estimator):
     """Return the :class:`KernelExpansion` of a fitted scikit-learn estimator.
 
@@ -231,8 +436,10 @@ def expansion_from_estimator(estimator):
         If the estimator is not fitted.
     """
     from sklearn.decomposition import KernelPCA
+    from sklearn.gaussian_process import GaussianProcessRegressor
+    from sklearn.kernel_ridge import KernelRidge
     from sklearn.multiclass import OneVsOneClassifier, OneVsRestClassifier
-    from sklearn.svm import SVC, SVR, NuSVC, NuSVR
+    from sklearn.svm import SVC, SVR, NuSVC, NuSVR, OneClassSVM
 
     from .expansion import KernelExpansion
 
@@ -246,8 +453,12 @@ def expansion_from_estimator(estimator):
         if len(estimator.classes_) > 2:
             return _from_ovo_svm(estimator)
         return _from_svm(estimator)
-    if isinstance(estimator, (SVR, NuSVR)):
+    if isinstance(estimator, (SVR, NuSVR, OneClassSVM)):
         return _from_svm(estimator)
+    if isinstance(estimator, KernelRidge):
+        return _from_kernel_ridge(estimator)
+    if isinstance(estimator, GaussianProcessRegressor):
+        return _from_gaussian_process(estimator)
     if isinstance(estimator, OneVsRestClassifier):
         return _from_ovr(estimator)
     if isinstance(estimator, OneVsOneClassifier):
@@ -256,9 +467,9 @@ def expansion_from_estimator(estimator):
         return _from_kernel_pca(estimator)
     raise TypeError(
         f"Cannot build a KernelExpansion from {type(estimator).__name__}; supported: SVC and "
-        "NuSVC (binary and multi-class), SVR, NuSVR, OneVsRestClassifier(SVC), "
-        "OneVsOneClassifier(SVC), sklearn.decomposition.KernelPCA, and sparsekm models with "
-        "expansion_."
+        "NuSVC (binary and multi-class), SVR, NuSVR, OneClassSVM, KernelRidge, "
+        "GaussianProcessRegressor, OneVsRestClassifier(SVC), OneVsOneClassifier(SVC), "
+        "sklearn.decomposition.KernelPCA, and sparsekm models with expansion_."
     )
 
 

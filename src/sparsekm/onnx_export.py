@@ -35,7 +35,15 @@ import numbers
 import numpy as np
 
 from .expansion import KernelExpansion
-from .kernels import RBF, InverseMultiquadric, Linear, Polynomial, Sigmoid
+from .kernels import (
+    RBF,
+    InverseMultiquadric,
+    Linear,
+    Matern,
+    Polynomial,
+    RationalQuadratic,
+    Sigmoid,
+)
 from .utils._extras import install_hint
 
 __all__ = ["to_onnx", "register_skl2onnx_converters", "onnx_head"]
@@ -68,10 +76,12 @@ def onnx_head(model):
 
 
 def _check_kernel(kernel):
-    if type(kernel) not in (RBF, InverseMultiquadric, Polynomial, Sigmoid, Linear):
+    if type(kernel) not in (RBF, InverseMultiquadric, Polynomial, Sigmoid, Linear, Matern,
+                            RationalQuadratic):
         raise TypeError(
             f"The kernel {kernel!r} has no ONNX form in sparsekm (supported: RBF, "
-            f"InverseMultiquadric, Polynomial, Sigmoid, Linear); the model cannot be exported.")
+            f"InverseMultiquadric, Matern, RationalQuadratic, Polynomial, Sigmoid, Linear); "
+            f"the model cannot be exported.")
 
 
 # -- a tiny graph builder that writes either a standalone graph or into skl2onnx ------
@@ -140,6 +150,22 @@ def _kernel_block(b, x, expansion):
         r2 = b.op("Max", [r2, b.const("zero", 0.0)])
         if isinstance(kernel, RBF):
             return b.op("Exp", [b.op("Mul", [r2, b.const("neg_gamma", -kernel.gamma)])])
+        if isinstance(kernel, Matern):  # s = sqrt(2 nu) r / l (nu = 1/2: r / l)
+            scale = (1.0 if kernel.nu == 0.5 else np.sqrt(2.0 * kernel.nu)) / kernel.length_scale
+            s = b.op("Mul", [b.op("Sqrt", [r2]), b.const("matern_scale", scale)])
+            e = b.op("Exp", [b.op("Neg", [s])])
+            if kernel.nu == 0.5:
+                return e
+            poly = b.op("Add", [s, b.const("one", 1.0)])
+            if kernel.nu == 2.5:
+                poly = b.op("Add", [poly, b.op("Mul", [b.op("Mul", [s, s]),
+                                                       b.const("third", 1.0 / 3.0)])])
+            return b.op("Mul", [poly, e])
+        if isinstance(kernel, RationalQuadratic):
+            base = b.op("Add", [b.op("Mul", [r2, b.const(
+                "rq_scale", 1.0 / (2.0 * kernel.alpha * kernel.length_scale ** 2))]),
+                b.const("one", 1.0)])
+            return b.op("Pow", [base, b.const("neg_alpha", -kernel.alpha)])
         return b.op("Pow", [b.op("Add", [r2, b.const("one", 1.0)]), b.const("c", kernel.c)])
     t = b.op("MatMul", [x, b.const("zt", Z.T)])
     if isinstance(kernel, Linear):
@@ -452,15 +478,28 @@ def _emit_nystroem(b, x, est, out):
 
 
 def _emit_rbf_sampler(b, x, est, out):
-    """``sqrt(2 / n_components) cos(X W + offset)`` (Rahimi & Recht's random features)."""
+    """``sqrt(2 / n_components) cos(X W + offset)`` (Rahimi & Recht's random features).
+
+    The argument of the cosine is computed in float64 in a float32 graph too: cos
+    has period 2 pi, and at ``|X W| ~ 1e6`` float32's spacing (0.06) moves it by a
+    visible fraction of a period, which changed labels (issue 38). Only the float32
+    input's own rounding is left; the cosine is cast back to float32.
+    """
     from sklearn.utils.validation import check_is_fitted
 
+    _, helper, _ = _import_onnx()
     check_is_fitted(est, "random_weights_")
     W = np.asarray(est.random_weights_, dtype=np.float64)
-    proj = b.op("Add", [b.op("MatMul", [x, b.const("w", W)]),
-                        b.const("offset", np.asarray(est.random_offset_)[None, :])])
+    wide = b.dtype == np.float32
+    x64 = b.op("Cast", [x], to=helper.TensorProto.DOUBLE) if wide else x
+    proj = b.op("Add", [b.op("MatMul", [x64, b.const("w", W, np.float64)]),
+                        b.const("offset", np.asarray(est.random_offset_)[None, :],
+                                np.float64)])
+    cos = b.op("Cos", [proj])
+    if wide:
+        cos = b.op("Cast", [cos], to=helper.TensorProto.FLOAT)
     scale = b.const("scale", np.sqrt(2.0 / est.n_components))
-    return b.op("Mul", [b.op("Cos", [proj]), scale], out=out)
+    return b.op("Mul", [cos, scale], out=out)
 
 
 def _n_peer_outputs(est):
@@ -547,8 +586,55 @@ def _pipeline_to_onnx(pipe, X_sample, dtype, target_opset):
     else:
         n_features = np.asarray(X_sample).shape[1]
     ttype = DoubleTensorType if dtype == np.float64 else FloatTensorType
-    return skl_to_onnx(pipe, initial_types=[("X", ttype([None, n_features]))],
-                       target_opset=target_opset, options=_peer_classifier_options(pipe))
+    proto = skl_to_onnx(pipe, initial_types=[("X", ttype([None, n_features]))],
+                        target_opset=target_opset, options=_peer_classifier_options(pipe))
+    return _declare_inferred_output_shapes(proto)
+
+
+def _declare_inferred_output_shapes(proto):
+    """Declare each graph output with the shape ONNX's shape inference gives its node.
+
+    skl2onnx (1.20) declares the scores of a binary ``LinearSVC`` (``raw_scores``) as
+    ``(N, 1)`` while its ``LinearClassifier`` node returns ``(N, 2)``; onnxruntime then
+    warns and a consumer that trusts the declaration reads a wrong shape. Where the
+    inference knows a dimension that the declaration contradicts (or the ranks
+    differ), the inferred shape is declared, the batch dimension kept symbolic.
+    """
+    import onnx
+    from onnx import shape_inference
+
+    bare = onnx.ModelProto()
+    bare.CopyFrom(proto)
+    for o in bare.graph.output:
+        o.type.tensor_type.ClearField("shape")
+    try:
+        inferred = shape_inference.infer_shapes(bare, strict_mode=False)
+    except Exception:  # inference is a check here, never a reason to fail an export
+        return proto
+    shapes = {o.name: o.type.tensor_type for o in inferred.graph.output}
+    for o in proto.graph.output:
+        t = shapes.get(o.name)
+        if t is None or not t.HasField("shape") or not o.type.tensor_type.HasField("shape"):
+            continue
+        got, declared = t.shape.dim, o.type.tensor_type.shape.dim
+        wrong = len(got) != len(declared) or any(
+            g.HasField("dim_value") and d.HasField("dim_value") and g.dim_value != d.dim_value
+            for g, d in zip(got, declared))
+        if not wrong:
+            continue
+        new = [g.dim_value if g.HasField("dim_value") else None for g in got]
+        if len(declared) and len(new):  # keep the declared batch dimension
+            new[0] = declared[0].dim_value if declared[0].HasField("dim_value") else \
+                (declared[0].dim_param or None)
+        shape = o.type.tensor_type.shape
+        shape.ClearField("dim")
+        for v in new:
+            dim = shape.dim.add()
+            if isinstance(v, int):
+                dim.dim_value = v
+            elif v:
+                dim.dim_param = v
+    return proto
 
 
 def _peer_classifier_options(pipe):

@@ -58,6 +58,7 @@ __all__ = [
     "exact_dot_product",
     "preimage",
     "preimage_objective",
+    "normalise_method",
 ]
 
 # |denominator| below this fraction of sum_i |gamma_i k'(r2_i)| counts as vanishing.
@@ -373,6 +374,10 @@ def fixed_point(expansion, z0=None, *, n_init=5, max_iter=200, tol=1e-8, X_init=
             f"fixed_point needs a radial kernel k(||x - z||^2) (RBF, InverseMultiquadric); got "
             f"{kernel!r}. Use gradient() or exact_dot_product() for this kernel."
         )
+    if not getattr(kernel, "supports_fixed_point", True):
+        raise ValueError(
+            f"fixed_point does not apply to {kernel!r}: its profile derivative k' is unbounded "
+            "at r = 0 (a cusp), and eq. 10 divides by sums of k'. Use gradient().")
     kernel = solver_kernel(kernel, backend, device)
     resident(kernel, X)  # the expansion's vectors go to the device once
     resident(kernel, G)  # and their (n_terms, n_outputs) coefficients
@@ -483,9 +488,11 @@ def gradient(expansion, z0=None, *, n_init=5, max_iter=200, tol=1e-8, X_init=Non
     X, G, single, z0, n_init, max_iter, tol, X_init = _check_common(
         expansion, z0, n_init, max_iter, tol, X_init, owner)
     kernel = expansion.kernel
-    if not isinstance(kernel, Kernel) or not (kernel.is_radial or kernel.is_dot_product):
+    if not isinstance(kernel, Kernel) or not (kernel.is_radial or kernel.is_dot_product
+                                              or getattr(kernel, "input_gradient", False)):
         raise ValueError(
-            f"gradient needs a radial or dot-product kernel; got {kernel!r}."
+            f"gradient needs a radial or dot-product kernel, or one with an input gradient "
+            f"(Laplacian); got {kernel!r}."
         )
     kernel = solver_kernel(kernel, backend, device)
     resident(kernel, X)  # the expansion's vectors go to the device once
@@ -595,7 +602,9 @@ def exact_dot_product(expansion):
 _METHODS = ("auto", "fixed-point", "gradient", "exact")
 
 
-def _normalise_method(method, owner="preimage"):
+def normalise_method(method, owner="preimage"):
+    """A pre-image method's canonical name (any case, ``_`` or ``-``); a ValueError
+    naming ``owner`` for an unknown one."""
     if not isinstance(method, str) or method.replace("_", "-").lower() not in _METHODS:
         raise ValueError(
             f"The 'method' parameter of {owner} must be one of {list(_METHODS)}. "
@@ -623,7 +632,7 @@ def preimage(expansion, method="auto", **kwargs):
     -------
     PreimageResult
     """
-    method = _normalise_method(method)
+    method = normalise_method(method)
     if method == "fixed-point":
         return fixed_point(expansion, **kwargs)
     if method == "gradient":
@@ -633,7 +642,7 @@ def preimage(expansion, method="auto", **kwargs):
     if not isinstance(expansion, KernelExpansion):
         raise TypeError(f"preimage needs a sparsekm.KernelExpansion; got {type(expansion).__name__}.")
     kernel = expansion.kernel
-    if kernel.is_radial:
+    if kernel.is_radial and getattr(kernel, "supports_fixed_point", True):
         return fixed_point(expansion, **kwargs)
     if not _is_invertible_dot_product(kernel):
         return gradient(expansion, **kwargs)

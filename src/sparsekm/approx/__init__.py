@@ -1,6 +1,7 @@
 """Approximations of the training set (greedy basis) and randomized kernels."""
 
 from .greedy import GreedyBasis, greedy_basis, pivoted_cholesky
+from .nystroem import nystroem_features, nystroem_normalization
 from .randomized import (
     ProjectedKernel,
     QuantizedGram,
@@ -17,11 +18,20 @@ from .randomized import (
     theorem5_s,
     theorem6_s,
 )
+from .ridge import (
+    RidgeOnLandmarks,
+    nystroem_landmarks,
+    nystroem_map,
+    nystroem_ridge,
+    ridge_on_landmarks,
+)
 
 __all__: list[str] = [
     "GreedyBasis",
     "greedy_basis",
     "pivoted_cholesky",
+    "nystroem_features",
+    "nystroem_normalization",
     "ProjectedKernel",
     "QuantizedGram",
     "RandomProjection",
@@ -34,6 +44,11 @@ __all__: list[str] = [
     "randomized_rounding",
     "sparsify_gram",
     "sparsify_quantize_gram",
+    "RidgeOnLandmarks",
+    "nystroem_landmarks",
+    "nystroem_map",
+    "nystroem_ridge",
+    "ridge_on_landmarks",
     "theorem5_s",
     "theorem6_s",
 ]

@@ -50,7 +50,11 @@ rule (``keep_features``).
 partitions (two passes: means, then centred scatter -- the in-memory formula).
 :func:`squared_hinge_lbfgs_distributed` minimises the squared-hinge primal on
 ``Gamma`` by L-BFGS with one map-reduce of the loss and its gradient per
-evaluation. Both agree with the in-memory fits up to the order of the sums.
+evaluation, then finite Newton steps (one map-reduce of an ``(m+1) x (m+1)`` system
+each) to the optimum (:mod:`sparsekm.approx.squared_hinge`): its stopping point does
+not depend on the order of the sums, so the fit equals the in-memory one to rounding
+whatever the partitioning and caching. KFD is closed-form; both agree with the
+in-memory fits up to the order of the sums.
 
 **Errors.** A dask array with unknown chunk sizes, a feature count that does not
 match, no client, or a client whose cluster is closed or gone raise a
@@ -59,6 +63,16 @@ computing on the client. Values are checked where they are read: a partition wit
 NaN/inf in ``X`` or bad labels (NaN, continuous) raises the in-memory error on its
 worker, which ``dask.distributed`` re-raises on the client; a cluster lost between
 two steps becomes a ``RuntimeError`` (:func:`cluster_guard`).
+
+**A worker that dies.** Every round trip is watched (:func:`_run`, every 0.5 s).
+Tasks that only read the dask graph are rerun by dask elsewhere (``KilledWorker``, a
+``RuntimeError`` here, after ``distributed.scheduler.allowed-failures`` deaths of one
+task). State kept on the dead worker (greedy factor rows, ``Gamma``) is recomputed
+from the graph from then on (:class:`PartitionSet`; :func:`pinned_compute` pins only
+the state's task, never the partition's reads, which would otherwise wait for the dead
+worker forever): the fit ends with the result it would have had. No worker at all for
+``sparsekm.no-workers-timeout`` seconds (default 60), or one round trip longer than
+``sparsekm.timeout`` (default none), is a ``RuntimeError`` (:func:`cluster_timeouts`).
 
 **Saving.** What prediction needs (``basis_vectors_``, ``cholesky_``, ``coef_``,
 ``expansion_``) is numpy on the client; ``GreedyBasis.residuals_`` (``n`` numbers)
@@ -71,8 +85,9 @@ A real cluster changes nothing in the code: connect with
 from __future__ import annotations
 
 import numpy as np
-from scipy import optimize
 from scipy.linalg import solve_triangular
+
+from .squared_hinge import lbfgs_squared_hinge, squared_hinge_objective  # noqa: F401
 
 __all__ = [
     "check_dask_rows",
@@ -126,7 +141,13 @@ def get_client(client=None, owner="sparsekm"):
         raise RuntimeError(f"{owner}: the dask cluster does not answer ({exc!r}); it is closed "
                            "or gone.") from None
     if not info.get("workers"):
-        raise RuntimeError(f"{owner}: the dask cluster has no workers.")
+        # e.g. a worker restarting after a crash: wait sparsekm.no-workers-timeout for one
+        no_workers = cluster_timeouts()[1]
+        try:
+            client.wait_for_workers(1, timeout=no_workers)
+        except Exception:  # noqa: BLE001 - a timeout, or the cluster went away meanwhile
+            raise RuntimeError(f"{owner}: the dask cluster has no workers (waited "
+                               f"sparsekm.no-workers-timeout = {no_workers:g} s).") from None
     return client
 
 
@@ -173,14 +194,153 @@ def cluster_guard(owner):
     return wrap
 
 
-def _run(client, futures, owner):
-    """``client.gather(futures)`` with a clear error when the cluster goes away."""
+class WorkerLost(RuntimeError):
+    """Workers that held kept per-partition state left the cluster during a round trip.
+
+    Raised by :func:`_run` for the callers that keep state on chosen workers: they
+    recompute the lost partitions from the dask graph and repeat the round trip.
+    """
+
+    def __init__(self, addresses, owner):
+        self.addresses = frozenset(addresses)
+        super().__init__(f"{owner}: the worker(s) {sorted(self.addresses)} holding kept "
+                         "partitions left the cluster.")
+
+
+#: Seconds between two looks at the cluster while a round trip is running.
+_POLL_SECONDS = 0.5
+#: Default of ``sparsekm.no-workers-timeout``: a fit with no worker this long fails.
+_NO_WORKERS_TIMEOUT = 60.0
+
+
+def cluster_timeouts():
+    """``(timeout, no_workers_timeout)`` in seconds from ``dask.config``.
+
+    ``sparsekm.timeout`` (default ``None``: no limit) bounds one round trip of a fit
+    (one greedy step, one L-BFGS evaluation); ``sparsekm.no-workers-timeout`` (default
+    60 s) bounds the time a fit waits while the cluster has no worker at all. Numbers
+    are seconds; strings as dask writes them (``"90s"``, ``"5 minutes"``).
+    """
+    import dask
+    from dask.utils import parse_timedelta
+
+    out = []
+    for key, default in (("sparsekm.timeout", None),
+                         ("sparsekm.no-workers-timeout", _NO_WORKERS_TIMEOUT)):
+        raw = dask.config.get(key, default)
+        if raw is None:
+            out.append(None)
+            continue
+        try:
+            value = float(parse_timedelta(raw, default="s"))
+        except (TypeError, ValueError, KeyError):
+            value = float("nan")
+        if not value > 0:
+            raise ValueError(f"{key} must be a positive number of seconds, a duration such as "
+                             f"'90s', or None; got {raw!r}.")
+        out.append(value)
+    return tuple(out)
+
+
+class _Watch:
+    """The checks of :func:`_run` between two looks at running futures."""
+
+    def __init__(self, client, owner, pinned):
+        import time
+
+        self.client, self.owner, self.pinned = client, owner, pinned
+        self.timeout, self.no_workers = cluster_timeouts()
+        self.clock = time.monotonic
+        self.start = self.clock()
+        self.empty_since = None
+
+    def check(self):
+        now = self.clock()
+        workers = set(self.client.scheduler_info()["workers"])
+        dead = self.pinned - workers
+        if dead:
+            raise WorkerLost(dead, self.owner)
+        if workers:
+            self.empty_since = None
+        elif self.empty_since is None:
+            self.empty_since = now
+        elif now - self.empty_since > self.no_workers:
+            raise RuntimeError(f"{self.owner}: the dask cluster has had no worker for "
+                               f"{now - self.empty_since:.0f} s (sparsekm.no-workers-timeout "
+                               f"= {self.no_workers:g} s); the fit was abandoned. Restart the "
+                               "workers or connect a new Client, and fit again.")
+        if self.timeout is not None and now - self.start > self.timeout:
+            raise RuntimeError(f"{self.owner}: one round trip on the dask cluster took more "
+                               f"than sparsekm.timeout = {self.timeout:g} s; the fit was "
+                               "abandoned (raise the limit with dask.config.set("
+                               "{'sparsekm.timeout': ...}) if the partitions are large).")
+
+
+def _run(client, futures, owner, pinned=()):
+    """``client.gather(futures)``, watching the cluster so that a fit never hangs.
+
+    Every ``_POLL_SECONDS`` while the futures run or their results are fetched: a
+    worker in ``pinned`` (it holds kept state the futures need, and tasks pinned to it
+    can run nowhere else) that left the cluster cancels the futures and raises
+    :class:`WorkerLost`; no worker at all for ``sparsekm.no-workers-timeout`` seconds,
+    or a round trip longer than ``sparsekm.timeout``, raises a ``RuntimeError``
+    (:func:`cluster_timeouts`). Other lost tasks are recomputed by dask itself on the
+    remaining workers (up to ``distributed.scheduler.allowed-failures`` deaths of one
+    task, then ``KilledWorker``, reported as a ``RuntimeError``). A cluster that goes
+    away becomes a ``RuntimeError`` naming ``owner``.
+    """
+    import threading
+
+    futs = list(futures) if isinstance(futures, (list, tuple)) else [futures]
+    watch = _Watch(client, owner, {a for a in pinned if a is not None})
+    box = {}
+
+    def gather():
+        # In a thread: a worker dying between the end of the tasks and the fetch of
+        # their results makes a gather wait for the recomputation -- forever for a task
+        # pinned to that worker. The watch below cancels it instead.
+        try:
+            box["value"] = client.gather(futures)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            box["error"] = exc
+
     try:
-        return client.gather(futures)
+        fetch = threading.Thread(target=gather, daemon=True, name="sparsekm-gather")
+        fetch.start()
+        while True:
+            fetch.join(_POLL_SECONDS)
+            if not fetch.is_alive():
+                break
+            try:
+                watch.check()
+            except BaseException:
+                client.cancel(futs)
+                fetch.join(_POLL_SECONDS * 4)
+                raise
+        if "error" in box:
+            raise box["error"]
+        return box["value"]
+    except WorkerLost:
+        raise
     except Exception as exc:
         if _cluster_failure(exc):
             raise _cluster_error(exc, owner) from exc
         raise
+
+
+def pinned_compute(client, fn, block, args, worker):
+    """``fn(block, *args)`` computed on ``worker`` and kept there: a future pinned to it.
+
+    Only the task of ``fn`` is pinned (``allow_other_workers=False``: its state never
+    moves between workers). The read of the partition ``block`` (a ``dask.delayed``) is
+    placed on the same worker but not tied to it: restricting a whole graph to one
+    worker would leave the partition's tasks waiting forever for that worker after it
+    died, and recomputing the partition elsewhere (the fallback of
+    :class:`PartitionSet` and of the greedy steps) would hang with them.
+    """
+    data = client.compute(block, workers=[worker], allow_other_workers=True)
+    return client.submit(fn, data, *args, pure=False, workers=[worker],
+                         allow_other_workers=False)
 
 
 def check_dask_rows(X, owner, name="X", n_features=None):
@@ -461,8 +621,8 @@ def greedy_basis_distributed(X, kernel, n_basis, *, tol=1e-3, first=None, init="
     homes = plan_cache(keep_factor, client,
                        [float(c) * (item * (dim + m_max + 2) + 8) for c in sizes], owner)
     kept = [k for k, h in enumerate(homes) if h is not None]
+    n_kept = len(kept)
     kern = dask.delayed(kernel, pure=True, traverse=False)
-    kern_f = client.scatter(kernel, broadcast=True, hash=False)
 
     # Step 0: per-partition diagonals (largest k(x, x) and its row, and sum for the floor).
     # Kept partitions build their state on their planned worker and every later task of
@@ -470,22 +630,45 @@ def greedy_basis_distributed(X, kernel, n_basis, *, tol=1e-3, first=None, init="
     # from the dask graph at every step.
     states = [None] * len(parts)
     for k in kept:
-        states[k] = client.compute(dask.delayed(_keep_init)(parts[k], kern, m_max,
-                                                            int(starts[k])),
-                                   workers=[homes[k]], allow_other_workers=False)
+        states[k] = pinned_compute(client, _keep_init, parts[k],
+                                   (kernel, m_max, int(starts[k])), homes[k])
 
-    def gather_in_order(kept_futs, streamed):
-        """Results of the kept futures and of the streamed delayed, in partition order."""
-        streamed_futs = client.compute(list(streamed.values())) if streamed else []
-        res = _run(client, list(kept_futs.values()) + list(streamed_futs), owner)
-        by_k = dict(zip(list(kept_futs) + list(streamed), res, strict=True))
-        return [by_k[k] for k in range(len(parts))]
+    lost = set()
+
+    def drop(addresses):
+        """Partitions kept on dead workers: recomputed from the dask graph from now on."""
+        for k in range(len(parts)):
+            if homes[k] in addresses:
+                states[k] = None
+                homes[k] = None
+                lost.add(k)
+
+    def gather_in_order(kept_task, streamed_task, only=None):
+        """``kept_task(k)`` (a future) of the kept partitions, ``streamed_task(k)`` (a delayed)
+        of the others, in partition order. A worker that dies with kept partitions turns
+        them into recomputed ones and the round trip is repeated: the two modes compute
+        the same numbers, so the result is the one without the failure. ``only``: these
+        partitions only."""
+        which = range(len(parts)) if only is None else only
+        while True:
+            kept_now = [k for k in which if states[k] is not None]
+            streamed = [k for k in which if states[k] is None]
+            futs = [kept_task(k) for k in kept_now]
+            if streamed:
+                futs += client.compute([streamed_task(k) for k in streamed])
+            try:
+                res = _run(client, futs, owner, pinned={homes[k] for k in kept_now})
+            except WorkerLost as exc:
+                del futs
+                drop(exc.addresses)
+                continue
+            by_k = dict(zip(kept_now + streamed, res, strict=True))
+            return [by_k[k] for k in which]
 
     first_info = gather_in_order(
-        {k: client.submit(_keep_first_summary, states[k], int(starts[k]), pure=False,
-                          workers=[homes[k]]) for k in kept},
-        {k: dask.delayed(_stream_diag)(b, kern, int(starts[k]))
-         for k, b in enumerate(parts) if states[k] is None})
+        lambda k: client.submit(_keep_first_summary, states[k], int(starts[k]), pure=False,
+                                workers=[homes[k]]),
+        lambda k: dask.delayed(_stream_diag)(parts[k], kern, int(starts[k])))
     diag_max = max(info[0] for info in first_info)
     floor = 10.0 * n * np.finfo(dtype).eps * max(diag_max, np.finfo(dtype).tiny)
 
@@ -512,9 +695,10 @@ def greedy_basis_distributed(X, kernel, n_basis, *, tol=1e-3, first=None, init="
     # The first pivot's row, coordinates (none yet) and residual k(x_p, x_p).
     k_first = owner_of(first)
     local_first = first - int(starts[k_first])
-    row = client.submit(_pick_row, parts_future(client, parts, k_first, states), local_first,
-                        pure=False)
-    x_first = _run(client, row, owner)
+    x_first = gather_in_order(
+        lambda k: client.submit(_pick_row, states[k], local_first, pure=False,
+                                workers=[homes[k]]),
+        lambda k: dask.delayed(_pick_row)(parts[k], local_first), only=[k_first])[0]
     cand = (float(kernel.diag(x_first[None, :])[0]), first, x_first, np.zeros(0, dtype))
     # The in-memory loop checks the stopping rule on the current residuals first.
     se_max_now = diag_max
@@ -543,16 +727,18 @@ def greedy_basis_distributed(X, kernel, n_basis, *, tol=1e-3, first=None, init="
         Xr = np.vstack([Xr, x_p[None, :]])
         # Kept: the step returns the (updated) state as a new future, run where it lives,
         # and the old key is released. Recomputed: gamma from the partition and (Xr, L_r).
-        for k in kept:
-            states[k] = client.submit(_keep_step, states[k], kern_f, j, x_p, g_p, se_p, int(p),
-                                      int(starts[k]), pure=False, workers=[homes[k]])
+        for k in range(len(parts)):
+            if states[k] is not None:
+                states[k] = client.submit(_keep_step, states[k], kernel, j, x_p, g_p, se_p,
+                                          int(p), int(starts[k]), pure=False,
+                                          workers=[homes[k]])
         Lr_cast = Lr.astype(dtype)
         here = _pivots_by_partition(pivots, starts, sizes)
         infos = gather_in_order(
-            {k: client.submit(_keep_summary, states[k], int(starts[k]), pure=False,
-                              workers=[homes[k]]) for k in kept},
-            {k: dask.delayed(_stream_step)(b, kern, Xr, Lr_cast, here[k], int(starts[k]))
-             for k, b in enumerate(parts) if states[k] is None})
+            lambda k: client.submit(_keep_summary, states[k], int(starts[k]), pure=False,
+                                    workers=[homes[k]]),
+            lambda k, Xr=Xr, Lr_cast=Lr_cast, here=here: dask.delayed(_stream_step)(
+                parts[k], kern, Xr, Lr_cast, here[k], int(starts[k])))
         top = best(infos)
         se_max_now = top[0]
         cand = top
@@ -563,23 +749,30 @@ def greedy_basis_distributed(X, kernel, n_basis, *, tol=1e-3, first=None, init="
     m = len(pivots)
     here = _pivots_by_partition(pivots, starts, sizes)
     Lr_cast = Lr.astype(dtype)
-    pieces = []
-    for k, b in enumerate(parts):
-        if states[k] is not None:
-            fut = client.submit(_keep_result, states[k], m, pure=False, workers=[homes[k]])
-            pieces.append(client.persist(da.from_delayed(fut, shape=(int(sizes[k]),),
-                                                         dtype=dtype)))
-        else:
-            pieces.append(da.from_delayed(
-                dask.delayed(_stream_final)(b, kern, Xr, Lr_cast, here[k], int(starts[k])),
-                shape=(int(sizes[k]),), dtype=dtype))
-    residuals = da.concatenate(pieces)
-    del states
-    mse = float(_run(client, client.compute(residuals.sum()), owner)) / n
+    while True:
+        pieces = []
+        for k, b in enumerate(parts):
+            if states[k] is not None:
+                fut = client.submit(_keep_result, states[k], m, pure=False, workers=[homes[k]])
+                pieces.append(client.persist(da.from_delayed(fut, shape=(int(sizes[k]),),
+                                                             dtype=dtype)))
+            else:
+                pieces.append(da.from_delayed(
+                    dask.delayed(_stream_final)(b, kern, Xr, Lr_cast, here[k], int(starts[k])),
+                    shape=(int(sizes[k]),), dtype=dtype))
+        residuals = da.concatenate(pieces)
+        try:
+            total = _run(client, client.compute(residuals.sum()), owner,
+                         pinned={h for h in homes if h is not None})
+            break
+        except WorkerLost as exc:
+            drop(exc.addresses)
+    states.clear()  # release the kept state's futures (residuals keep what they need)
+    mse = float(total) / n
     return {"pivots": np.asarray(pivots, dtype=np.intp), "basis_vectors": Xr,
             "cholesky": Lr, "residuals": residuals, "mse": mse,
-            "keep_factor": len(kept) == len(parts), "partitions_kept": len(kept),
-            "n_partitions": len(parts),
+            "keep_factor": n_kept == len(parts), "partitions_kept": n_kept,
+            "n_partitions": len(parts), "partitions_lost": len(lost),
             "step_seconds": [float(t) for t in step_seconds]}
 
 
@@ -633,12 +826,86 @@ def gamma_partitions(X, basis, client, keep="auto"):
     Xr = dask.delayed(basis.basis_vectors_, pure=True, traverse=False)
     Lr = dask.delayed(basis.cholesky_.astype(basis.basis_vectors_.dtype), pure=True,
                       traverse=False)
-    parts = [dask.delayed(_features)(b, kern, Xr, Lr) for b in row_partitions(X)]
+    blocks = row_partitions(X)
+    parts = [dask.delayed(_features)(b, kern, Xr, Lr) for b in blocks]
     homes = plan_cache(keep, client, [8.0 * c * (m + 2) for c in X.chunks[0]], "ApproxSVC",
                        "keep_features")
-    parts = [p if h is None else client.compute(p, workers=[h], allow_other_workers=False)
-             for p, h in zip(parts, homes, strict=True)]
-    return parts, sum(h is not None for h in homes)
+    args = (basis.kernel_, basis.basis_vectors_,
+            basis.cholesky_.astype(basis.basis_vectors_.dtype))
+    kept = [None if h is None else pinned_compute(client, _features, b, args, h)
+            for b, h in zip(blocks, homes, strict=True)]
+    parts = PartitionSet(client, parts, kept, homes)
+    return parts, parts.n_kept
+
+
+class PartitionSet:
+    """Per-partition inputs of a map-reduce, kept in worker memory or recomputed.
+
+    Partition ``k`` is ``delayed[k]`` (a ``dask.delayed`` graph, recomputed at every
+    use) and, when ``homes[k]`` names a worker, also ``futures[k]``, its value kept in
+    that worker's memory (:func:`pinned_compute`). Indexing gives the future or, if none, the
+    delayed object. A worker that dies during :meth:`map` takes its futures with it:
+    those partitions are recomputed from then on and the map is repeated, so a lost
+    worker costs time, not the result.
+    """
+
+    def __init__(self, client, delayed, futures=None, homes=None):
+        self.client = client
+        self.delayed = list(delayed)
+        self.futures = [None] * len(self.delayed) if futures is None else list(futures)
+        self.homes = [None] * len(self.delayed) if homes is None else list(homes)
+        self.n_kept = sum(f is not None for f in self.futures)
+        self.lost = 0
+
+    def __len__(self):
+        return len(self.delayed)
+
+    def __getitem__(self, k):
+        return self.delayed[k] if self.futures[k] is None else self.futures[k]
+
+    def __iter__(self):
+        return (self[k] for k in range(len(self)))
+
+    def drop(self, addresses):
+        """Recompute, from now on, the partitions kept on the workers ``addresses``."""
+        for k, h in enumerate(self.homes):
+            if h is not None and h in addresses:
+                self.futures[k] = None
+                self.homes[k] = None
+                self.lost += 1
+
+    def map(self, fn, extra, *args, owner="sparsekm"):
+        """``[fn(part_k, extra[k], *args) for k]`` on the workers, in partition order."""
+        import dask
+
+        client = self.client
+        while True:
+            kept = [k for k, f in enumerate(self.futures) if f is not None]
+            streamed = [k for k, f in enumerate(self.futures) if f is None]
+            # Kept: plain task submission (no graph to build), run where the future is.
+            futs = [client.submit(fn, self.futures[k], extra[k], *args, pure=False)
+                    for k in kept]
+            if streamed:
+                futs += client.compute([dask.delayed(fn)(self.delayed[k], extra[k], *args)
+                                        for k in streamed])
+            try:
+                res = _run(client, futs, owner, pinned={self.homes[k] for k in kept})
+            except WorkerLost as exc:
+                del futs
+                self.drop(exc.addresses)
+                continue
+            by_k = dict(zip(kept + streamed, res, strict=True))
+            return [by_k[k] for k in range(len(self))]
+
+
+def _as_partition_set(client, parts):
+    """A :class:`PartitionSet` from one, or from a list of futures/delayed (none pinned)."""
+    if isinstance(parts, PartitionSet):
+        return parts
+    from dask.delayed import Delayed
+
+    return PartitionSet(client, [p if isinstance(p, Delayed) else None for p in parts],
+                        [None if isinstance(p, Delayed) else p for p in parts])
 
 
 def label_blocks(y, X, owner):
@@ -746,124 +1013,62 @@ def approx_kfd_distributed(gammas, labels, cholesky, C, client, owner="ApproxKFD
     (the class means), then the per-class centred scatter ``sum (A - mu)^T (A - mu)``
     -- the in-memory :func:`~sparsekm.approx.fisher.fisher_scatter`, summed by partition.
     """
-    import dask
-
     from .fisher import fisher_threshold, kfd_solve
 
     Lr = np.asarray(cholesky, dtype=np.float64)
-    sums = _run(client, client.compute([dask.delayed(_class_sums)(g, y, Lr)
-                                        for g, y in zip(gammas, labels, strict=True)]), owner)
+    gammas = _as_partition_set(client, gammas)
+    labels = client.compute(list(labels))  # small: kept on the workers for both passes
+    sums = gammas.map(_class_sums, labels, Lr, owner=owner)
     counts = [sum(s[k][0] for s in sums) for k in range(2)]
     if min(counts) == 0:
         raise ValueError(f"{owner}: both classes need at least one sample.")
     means = tuple(sum(s[k][1] for s in sums) / counts[k] for k in range(2))
-    scat = _run(client, client.compute([dask.delayed(_class_scatter)(g, y, Lr, means)
-                                        for g, y in zip(gammas, labels, strict=True)]), owner)
+    scat = gammas.map(_class_scatter, labels, Lr, means, owner=owner)
     N = sum(s[0] for s in scat) / counts[0] + sum(s[1] for s in scat) / counts[1]
     d = means[0] - means[1]
     coef = kfd_solve(N, d, C)
     return coef, fisher_threshold(coef, means), counts
 
 
-def squared_hinge_objective(theta, G, y, C):
-    """``1/2 ||w||^2 + C sum_i max(0, 1 - y_i (w^T gamma_i + b))^2`` and its gradient.
-
-    ``theta = (w, b)``; the intercept ``b`` is not regularised (the paper's free bias).
-    Returns the loss part ``C sum h^2`` and its gradient only when ``G`` is a block
-    (the regulariser is added once by the caller): ``(loss, grad)`` with ``grad`` of
-    length ``m + 1``.
-    """
-    w, b = theta[:-1], theta[-1]
-    h = 1.0 - y * (G @ w + b)
-    np.maximum(h, 0.0, out=h)
-    yh = y * h
-    loss = C * float(h @ h)
-    grad = np.empty_like(theta)
-    grad[:-1] = -2.0 * C * (G.T @ yh)
-    grad[-1] = -2.0 * C * float(yh.sum())
-    return loss, grad
-
-
-def _sh_block(G, y, theta, C):
-    return squared_hinge_objective(theta, G, y, C)
-
-
-def lbfgs_squared_hinge(loss_grad, m, *, max_iter=1000, tol=None, callback=None):
-    """Minimise ``1/2 ||w||^2 + loss(w, b)`` by scipy's L-BFGS-B from ``w = 0, b = 0``.
-
-    ``loss_grad(theta)`` returns the data term and its gradient. ``tol=None`` runs to
-    scipy's ``ftol = 1e-15`` / ``gtol = 1e-10`` (in practice ``max_iter``); a float stops
-    once three consecutive iterations each change the objective by at most ``tol``
-    relative (:func:`~sparsekm.utils.optimize.lbfgs_relative`): the objective grows with
-    the number of rows, so a fixed iteration count converges less the more rows there are.
-    Returns ``(w, b, n_iter, n_evaluations)``.
-    """
-    from ..utils.optimize import lbfgs_relative
-
-    n_evals = [0]
-
-    def fun(theta):
-        n_evals[0] += 1
-        loss, grad = loss_grad(theta)
-        w = theta[:-1]
-        grad = grad.copy()
-        grad[:-1] += w
-        return 0.5 * float(w @ w) + loss, grad
-
-    theta0 = np.zeros(m + 1)
-    if tol is not None:
-        x, _, nit, _, _ = lbfgs_relative(fun, theta0, max_iter=int(max_iter), tol=tol,
-                                         gtol=1e-10, maxcor=20, patience=3,
-                                         callback_x=callback)
-        return x[:-1].copy(), float(x[-1]), nit, n_evals[0]
-    res = optimize.minimize(fun, theta0, jac=True, method="L-BFGS-B", callback=callback,
-                            options={"maxiter": int(max_iter), "maxcor": 20,
-                                     "ftol": 1e-15, "gtol": 1e-10})
-    return res.x[:-1].copy(), float(res.x[-1]), int(res.nit), int(res.nfev)
+def _sh_block(G, y, block_fn, *args):
+    return block_fn(G, y, *args)
 
 
 def squared_hinge_lbfgs_distributed(gammas, labels, C, m, client, *, max_iter=1000, tol=None,
                                     owner="ApproxSVC", callback=None):
-    """The squared-hinge primal by L-BFGS, one map-reduce over the partitions per evaluation.
+    """The squared-hinge primal, one map-reduce over the partitions per pass over the rows.
 
-    Each partition returns its ``C sum h^2`` and gradient (``m + 1`` numbers); the
-    client adds them (in partition order) and runs scipy's L-BFGS-B. Returns
-    ``(w, b, n_iter, n_evaluations, seconds_per_evaluation)``.
+    :func:`~sparsekm.approx.squared_hinge.solve_squared_hinge` with ``reduce`` a
+    map-reduce: each partition returns its block sums (``m + 1`` numbers for the loss
+    and gradient, ``(m + 1)^2`` for a Newton system), the client adds them in partition
+    order. With ``tol`` (L-BFGS, then Newton steps to the optimum) the result is the
+    in-memory one whatever the partitioning, to rounding. ``gammas`` is a
+    :class:`PartitionSet` (or a list of futures / ``dask.delayed``); partitions kept on
+    a worker that dies are recomputed from ``X``. Returns ``(w, b, info,
+    seconds_per_pass)`` with ``info`` as :func:`solve_squared_hinge`'s.
     """
     import time
 
-    import dask
+    from .squared_hinge import solve_squared_hinge
 
     times = []
-    labels = client.compute(labels)  # small: kept on the workers for all evaluations
-    from dask.delayed import Delayed
+    gammas = _as_partition_set(client, gammas)
+    labels = client.compute(list(labels))  # small: kept on the workers for all evaluations
 
-    streamed = [k for k, g in enumerate(gammas) if isinstance(g, Delayed)]
-    kept = [k for k, g in enumerate(gammas) if not isinstance(g, Delayed)]
-
-    def loss_grad(theta):
+    def reduce(block_fn, *args):
         t0 = time.perf_counter()
-        # Gamma in worker memory: plain task submission, no graph to build; the rest is
-        # recomputed from the partitions of X (the dask graph).
-        futs = [client.submit(_sh_block, gammas[k], labels[k], theta, C, pure=False)
-                for k in kept]
-        if streamed:
-            futs += client.compute([dask.delayed(_sh_block)(gammas[k], labels[k],
-                                                            theta.copy(), C)
-                                    for k in streamed])
-        by_k = dict(zip(kept + streamed, _run(client, futs, owner), strict=True))
-        parts = [by_k[k] for k in range(len(gammas))]  # summed in partition order
-        loss = 0.0
-        grad = np.zeros(m + 1)
-        for part_loss, part_grad in parts:
-            loss += part_loss
-            grad += part_grad
+        parts = gammas.map(_sh_block, labels, block_fn, *args, owner=owner)
+        total = list(parts[0])
+        for part in parts[1:]:  # summed in partition order
+            for i, v in enumerate(part):
+                total[i] = total[i] + v
         times.append(time.perf_counter() - t0)
-        return loss, grad
+        return tuple(total)
 
-    w, b, nit, nfev = lbfgs_squared_hinge(loss_grad, m, max_iter=max_iter, tol=tol,
-                                          callback=callback)
-    return w, b, nit, nfev, np.asarray(times)
+    w, b, info = solve_squared_hinge(reduce, m, C, max_iter=max_iter, tol=tol,
+                                     callback=callback)
+    info["partitions_lost"] = gammas.lost
+    return w, b, info, np.asarray(times)
 
 
 # -- the estimators' dask paths ---------------------------------------------------------------
@@ -950,7 +1155,7 @@ def fit_approx_svc(est, X, y, C, *, max_iter=1000, tol=None, keep_features="auto
         if callback is not None:
             callback(theta)
 
-    w, b, nit, nfev, times = squared_hinge_lbfgs_distributed(
+    w, b, info, times = squared_hinge_lbfgs_distributed(
         gammas, labels, C, basis.n_basis_, client, max_iter=max_iter, tol=tol, owner=owner,
         callback=cb)
     t_svm = time.perf_counter() - t1
@@ -965,7 +1170,7 @@ def fit_approx_svc(est, X, y, C, *, max_iter=1000, tol=None, keep_features="auto
     est.support_ = None
     est.expansion_ = KernelExpansion(basis.basis_vectors_, coef.astype(X.dtype), kernel, b)
     est.n_features_in_ = X.shape[1]
-    est.n_iter_ = nit
+    est.n_iter_ = max(info["n_iter"] + info["n_newton"], 1)
     est.n_kernel_evaluations_ = {"approximation": basis.n_kernel_evaluations_,
                                  "training": None}
     est.dask_info_ = {"keep_factor": basis.dask_info_["keep_factor"],
@@ -973,6 +1178,9 @@ def fit_approx_svc(est, X, y, C, *, max_iter=1000, tol=None, keep_features="auto
                       "factor_partitions_kept": basis.dask_info_["partitions_kept"],
                       "features_partitions_kept": n_kept,
                       "basis_seconds": t_basis, "step_seconds": basis.dask_info_["step_seconds"],
-                      "svm_seconds": t_svm, "n_evaluations": nfev,
+                      "svm_seconds": t_svm, "n_evaluations": info["n_evaluations"],
+                      "n_newton_steps": info["n_newton"],
+                      "partitions_lost": basis.dask_info_.get("partitions_lost", 0)
+                      + info["partitions_lost"],
                       "evaluation_seconds": [float(t) for t in times]}
     return est

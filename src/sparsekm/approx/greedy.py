@@ -28,7 +28,12 @@ import numbers
 
 import numpy as np
 from scipy.linalg import solve_triangular
-from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.base import (
+    BaseEstimator,
+    ClassNamePrefixFeaturesOutMixin,
+    TransformerMixin,
+    _fit_context,
+)
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
@@ -38,9 +43,10 @@ from ..backend import resident, solver_kernel
 from ..kernels import Kernel, estimator_kernel, resolve_kernel
 from ..parallel import dask_rowwise, is_dask_array
 from ..persistence import register, spec
-from ..utils.validation import check_array, check_scalar, validate_X
+from ..utils._deprecation import keyword_only_args
+from ..utils.validation import OutputContainerMixin, check_array, validate_X
 
-__all__ = ["GreedyBasis", "greedy_basis", "pivoted_cholesky"]
+__all__ = ["GreedyBasis", "greedy_basis", "pivoted_cholesky", "checked_kernel", "check_basis_not_empty"]
 
 _INITS = ("random", "max-diag")
 _PIVOTING = ("greedy", "random")
@@ -231,7 +237,7 @@ def greedy_basis(X, kernel, n_basis, *, tol=1e-3, init="random", pivoting="greed
     X = _check_X(X)
     if not isinstance(kernel, Kernel):
         raise TypeError(f"kernel must be a sparsekm.kernels.Kernel; got {type(kernel).__name__}.")
-    kernel = _checked_kernel(kernel, X, "greedy_basis")  # se(x) >= 0 needs a PSD kernel
+    kernel = checked_kernel(kernel, X, "greedy_basis")  # se(x) >= 0 needs a PSD kernel
     kernel = solver_kernel(kernel, backend, device)
     resident(kernel, X)
     rng = check_random_state(random_state)
@@ -251,7 +257,8 @@ def _first_pivot(kernel, X, init, rng):
 
 
 @register
-class GreedyBasis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+class GreedyBasis(ClassNamePrefixFeaturesOutMixin, OutputContainerMixin, TransformerMixin,
+                  BaseEstimator):
     """Training-set approximation by greedily selected basis vectors (Algorithm 1).
 
     Selects ``m <= n_basis`` training points ``X_r`` whose images span a subspace
@@ -381,7 +388,8 @@ class GreedyBasis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         "init": [StrOptions(set(_INITS))], "pivoting": [StrOptions(set(_PIVOTING))],
         "random_state": RANDOM_STATE, "backend": BACKEND}
 
-    def __init__(self, n_basis=100, tol=1e-3, kernel=None, init="random", pivoting="greedy",
+    @keyword_only_args
+    def __init__(self, n_basis=100, *, tol=1e-3, kernel=None, init="random", pivoting="greedy",
                  random_state=None,
                  gamma="scale", degree=3, coef0=0.0, backend=None):
         self.n_basis = n_basis
@@ -396,16 +404,7 @@ class GreedyBasis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         self.backend = backend
 
     # -- fitting -------------------------------------------------------------------
-    def _validate_params(self):
-        check_scalar(self.n_basis, "n_basis", "GreedyBasis", kind="int", lower=1)
-        check_scalar(self.tol, "tol", "GreedyBasis", lower=0.0)
-        if self.init not in _INITS:
-            raise ValueError(f"The 'init' parameter of GreedyBasis must be one of {_INITS}. "
-                             f"Got {self.init!r} instead.")
-        if self.pivoting not in _PIVOTING:
-            raise ValueError(f"The 'pivoting' parameter of GreedyBasis must be one of "
-                             f"{_PIVOTING}. Got {self.pivoting!r} instead.")
-
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Select the basis vectors on ``X`` (Algorithm 1).
 
@@ -419,6 +418,7 @@ class GreedyBasis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         self._fit(X)
         return self
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit_transform(self, X, y=None):
         """Fit and return ``Gamma`` of the training points (no extra kernel evaluations).
 
@@ -446,11 +446,11 @@ class GreedyBasis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         """Algorithm 1 over the partitions of a dask array (nothing of size n on the client)."""
         from .distributed import check_dask_rows, get_client, greedy_basis_distributed
 
-        self._validate_params()
+        self._validate_params()  # also called directly by approx.distributed
         X = check_dask_rows(X, "GreedyBasis")
         client = get_client(owner="GreedyBasis")
         # gamma="scale" reduces X.var() on the workers (one number comes back).
-        self.kernel_ = _checked_kernel(self, X)
+        self.kernel_ = checked_kernel(self, X)
         rng = check_random_state(self.random_state)
         first = int(rng.randint(X.shape[0])) if self.init == "random" else None
         if self.pivoting != "greedy":
@@ -473,13 +473,13 @@ class GreedyBasis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         self.dask_info_ = {"keep_factor": out["keep_factor"],
                            "partitions_kept": out["partitions_kept"],
                            "n_partitions": out["n_partitions"],
+                           "partitions_lost": out["partitions_lost"],
                            "step_seconds": out["step_seconds"]}
         return self
 
-    def _fit(self, X):
-        self._validate_params()
+    def _fit(self, X):  # reached through fit, fit_transform, partial_fit (``_fit_context``)
         X = validate_X(self, X)
-        self.kernel_ = _checked_kernel(self, X)
+        self.kernel_ = checked_kernel(self, X)
         rng = check_random_state(self.random_state)
         engine = solver_kernel(self.kernel_, self.backend)
         resident(engine, X)
@@ -499,6 +499,7 @@ class GreedyBasis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         self.n_kernel_evaluations_ = int(X.shape[0] + n_eval)
         return L
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(self, X, y=None):
         """Process one batch of a stream (on-line Algorithm 1).
 
@@ -624,7 +625,9 @@ def resolve_n_basis(n_basis, n_samples, owner):
                      f"the range (0, 1]. Got {n_basis!r} instead.")
 
 
-def _check_basis_not_empty(basis, owner):
+def check_basis_not_empty(basis, owner):
+    """Refuse a fitted :class:`GreedyBasis` that selected no vector (every residual below
+    ``tol``), with a hint."""
     if basis.n_basis_ == 0:
         raise ValueError(
             f"{owner}: the greedy basis is empty, every residual k(x, x) is below "
@@ -632,7 +635,7 @@ def _check_basis_not_empty(basis, owner):
             "rescale X.")
 
 
-def _checked_kernel(kernel, X, owner="GreedyBasis"):
+def checked_kernel(kernel, X, owner="GreedyBasis"):
     """The PSD kernel of an estimator (``kernel`` is the estimator) or a kernel parameter."""
     if isinstance(kernel, BaseEstimator):
         owner = type(kernel).__name__
@@ -654,3 +657,8 @@ def _stream(state, random_state):
     rng.set_state(("MT19937", np.asarray(state["key"], dtype=np.uint32), int(state["pos"]),
                    int(state["has_gauss"]), float(state["cached_gaussian"])))
     return rng
+
+
+# The dask module (approx/distributed.py) still imports the former private names.
+_checked_kernel = checked_kernel
+_check_basis_not_empty = check_basis_not_empty

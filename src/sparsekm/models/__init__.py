@@ -5,6 +5,11 @@ Every estimator listed in ``__all__`` is checked with
 """
 
 from .approx_svm import ApproxSVC
+from .expansion_models import (
+    ExpansionOutlierDetector as ExpansionOutlierDetector,  # built, not fitted
+)
+from .expansion_models import ExpansionRegressor
+from .expansion_models import ExpansionTransformer as ExpansionTransformer  # built, not fitted
 from .fast_rvm import FastRVC
 from .kernel_pca import KernelPCA, linear_pca_denoise
 from .kfd import ApproxKFD, KernelFisherDiscriminant
@@ -15,6 +20,7 @@ from .slmc import RSVM, SLMC, ModifiedRS, ModifiedRSVM, SparseKFD, SparseLargeMa
 
 __all__: list[str] = [
     "ApproxSVC",
+    "ExpansionRegressor",
     "ApproxKFD",
     "KernelFisherDiscriminant",
     "KernelPCA",

@@ -10,7 +10,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d
 from ..approx.greedy import resolve_n_basis
 from ..parallel import dask_rowwise
 from ..persistence import spec
-from ..utils.validation import validate_X
+from ..utils.validation import check_label_types, validate_X
 
 __all__ = ["BinaryExpansionClassifier", "resolve_n_basis", "binary_targets", "BINARY_PERSIST_ATTRS"]
 
@@ -30,6 +30,7 @@ def binary_targets(y, owner, n_samples):
     """Classes and ±1 labels (``classes_[1]`` is the positive class)."""
     if y is None:
         raise ValueError(f"{owner} requires y to be passed, but the target y is None.")
+    check_label_types(y, owner)
     y = column_or_1d(y, warn=True)
     if y.shape[0] != n_samples:
         raise ValueError(f"y must be 1-D with one label per row of X; got shape {y.shape} for "

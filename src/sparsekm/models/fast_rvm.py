@@ -46,9 +46,11 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import cho_solve, solve_triangular
 from scipy.special import expit, logit
+from sklearn.base import _fit_context
 
 from .._constraints import BOOLEAN, KERNEL, NON_NEGATIVE, POSITIVE_INT
 from ..persistence import register
+from ..utils._deprecation import keyword_only_args
 from .rvm import _posterior_mode, _RVMBase
 
 __all__ = ["FastRVC", "fast_sparse_bayes_logistic", "sparsity_quality", "delta_log_marginal"]
@@ -357,7 +359,8 @@ class FastRVC(_RVMBase):
         **KERNEL, "max_iter": POSITIVE_INT, "tol": NON_NEGATIVE, "fit_intercept": BOOLEAN,
         "verbose": ["verbose"]}
 
-    def __init__(self, kernel=None, max_iter=10000, tol=1e-3, fit_intercept=True,
+    @keyword_only_args
+    def __init__(self, *, kernel=None, max_iter=10000, tol=1e-3, fit_intercept=True,
                  verbose=False, gamma="scale", degree=3, coef0=0.0):
         self.kernel = kernel
         self.gamma = gamma
@@ -368,6 +371,7 @@ class FastRVC(_RVMBase):
         self.fit_intercept = fit_intercept
         self.verbose = verbose
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Fit the RVM by sequential additions, re-estimations and deletions.
 

@@ -26,7 +26,12 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 from scipy.sparse.linalg import eigsh
-from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.base import (
+    BaseEstimator,
+    ClassNamePrefixFeaturesOutMixin,
+    TransformerMixin,
+    _fit_context,
+)
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
@@ -36,8 +41,9 @@ from .._constraints import BOOLEAN, KERNEL, NON_NEGATIVE, POSITIVE_INT, RANDOM_S
 from ..expansion import KernelExpansion
 from ..kernels import estimator_kernel
 from ..parallel import dask_rowwise, is_dask_array
-from ..preimage import _normalise_method, preimage
-from ..utils.validation import check_scalar, validate_X
+from ..preimage import normalise_method, preimage
+from ..utils._deprecation import keyword_only_args
+from ..utils.validation import OutputContainerMixin, check_scalar, validate_X
 
 __all__ = ["KernelPCA", "linear_pca_denoise"]
 
@@ -83,7 +89,8 @@ def _top_eigh(K, k):
 
 
 @persistence.register
-class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+class KernelPCA(ClassNamePrefixFeaturesOutMixin, OutputContainerMixin, TransformerMixin,
+                BaseEstimator):
     """Kernel principal component analysis with pre-images (eq. 32–36, 42).
 
     Parameters
@@ -167,12 +174,12 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     # Fitted state restored by sparsekm.load (see docs/persistence.md).
     _persist_attrs = {
         "n_features_in_": persistence.spec.int(bind="n_features"),
-        "eigenvalues_": persistence.spec.array("f", ("n_components",)),
-        "eigenvectors_": persistence.spec.array("f", ("n_samples", "n_components")),
-        "X_fit_": persistence.spec.array("f", ("n_samples", "n_features")),
+        "eigenvalues_": persistence.spec.array("f", ("n_components",), finite=True),
+        "eigenvectors_": persistence.spec.array("f", ("n_samples", "n_components"), finite=True),
+        "X_fit_": persistence.spec.array("f", ("n_samples", "n_features"), finite=True),
         "kernel_": persistence.spec.kernel(),
-        "K_fit_rows_": persistence.spec.array("f", ("n_samples",)),
-        "K_fit_all_": persistence.spec.float(),
+        "K_fit_rows_": persistence.spec.array("f", ("n_samples",), finite=True),
+        "K_fit_all_": persistence.spec.float(finite=True),
         "n_components_": persistence.spec.int(bind="n_components"),
         "expansions_": persistence.spec.expansion(n_terms="n_samples", n_features="n_features",
                                                   n_outputs="n_components"),
@@ -184,7 +191,8 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         "eigen_solver": [StrOptions(set(_EIGEN_SOLVERS))], "tol": NON_NEGATIVE,
         "max_iter": [*POSITIVE_INT, None], "random_state": RANDOM_STATE, "center": BOOLEAN}
 
-    def __init__(self, n_components=None, kernel=None, eigen_solver="auto", tol=0.0,
+    @keyword_only_args
+    def __init__(self, n_components=None, *, kernel=None, eigen_solver="auto", tol=0.0,
                  max_iter=None, random_state=None, center=True,
                  gamma="scale", degree=3, coef0=0.0):
         self.n_components = n_components
@@ -199,6 +207,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         self.center = center
 
     # -- fitting -----------------------------------------------------------------
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Fit kernel PCA on ``X`` (eq. 35 on the centred Gram matrix).
 
@@ -411,7 +420,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         result. A dask array is refused (``TypeError``), never computed on the client.
         """
         check_is_fitted(self)
-        _normalise_method(method, "KernelPCA.inverse_transform")
+        normalise_method(method, "KernelPCA.inverse_transform")
         from ..utils.validation import check_array
 
         B = check_array(X, "X", dtype=np.float64)
@@ -448,7 +457,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             ``z`` of shape (n_samples, n_features) holds the denoised points;
             ``rho`` the achieved ``||P_n Phi(x) - Phi(z)||^2`` (eq. 41).
         """
-        _normalise_method(method, "KernelPCA.denoise")
+        normalise_method(method, "KernelPCA.denoise")
         if is_dask_array(X):
             # The pre-image solver's restarts draw from one random stream for all rows,
             # so a chunk-wise result would depend on the chunking: refuse rather than

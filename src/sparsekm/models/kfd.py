@@ -30,14 +30,16 @@ from __future__ import annotations
 from numbers import Real
 
 import numpy as np
+from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._constraints import KERNEL, NON_NEGATIVE, POSITIVE_INT, RANDOM_STATE
 from ..approx.fisher import approx_kfd_fit, fisher_scatter, fisher_threshold, kfd_path, kfd_solve
-from ..approx.greedy import GreedyBasis, _check_basis_not_empty, _checked_kernel
+from ..approx.greedy import GreedyBasis, check_basis_not_empty, checked_kernel
 from ..expansion import KernelExpansion
 from ..parallel import is_dask_array
 from ..persistence import register, spec
+from ..utils._deprecation import keyword_only_args
 from ..utils.validation import check_scalar, validate_X
 from ._base import (
     BINARY_PERSIST_ATTRS,
@@ -105,7 +107,8 @@ class KernelFisherDiscriminant(BinaryExpansionClassifier):
     # Checked by sparsekm.load on every parameter read from a file.
     _parameter_constraints = {**KERNEL, "C": NON_NEGATIVE}
 
-    def __init__(self, C=1e-3, kernel=None,
+    @keyword_only_args
+    def __init__(self, *, C=1e-3, kernel=None,
                  gamma="scale", degree=3, coef0=0.0):
         self.C = C
         self.kernel = kernel
@@ -113,12 +116,13 @@ class KernelFisherDiscriminant(BinaryExpansionClassifier):
         self.degree = degree
         self.coef0 = coef0
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Solve eq. 5 on ``(X, y)``."""
         C = _check_C(self.C, "KernelFisherDiscriminant")
         X = validate_X(self, X)
         self.classes_, ys = binary_targets(y, "KernelFisherDiscriminant", X.shape[0])
-        self.kernel_ = _checked_kernel(self, X)
+        self.kernel_ = checked_kernel(self, X)
         K = self.kernel_(X).astype(np.float64, copy=False)
         N, d, means = fisher_scatter(K, ys)
         coef = kfd_solve(N, d, C)
@@ -189,7 +193,8 @@ class ApproxKFD(BinaryExpansionClassifier):
         "tol": NON_NEGATIVE, "init": [StrOptions({"random", "max-diag"})],
         "random_state": RANDOM_STATE}
 
-    def __init__(self, n_basis=0.25, C=1e-3, tol=1e-3, kernel=None, init="random",
+    @keyword_only_args
+    def __init__(self, n_basis=0.25, *, C=1e-3, tol=1e-3, kernel=None, init="random",
                  random_state=None,
                  gamma="scale", degree=3, coef0=0.0):
         self.n_basis = n_basis
@@ -202,6 +207,7 @@ class ApproxKFD(BinaryExpansionClassifier):
         self.init = init
         self.random_state = random_state
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Select the basis on ``X`` and solve eq. 7.
 
@@ -218,11 +224,11 @@ class ApproxKFD(BinaryExpansionClassifier):
         X = validate_X(self, X)
         self.classes_, ys = binary_targets(y, "ApproxKFD", X.shape[0])
         m = resolve_n_basis(self.n_basis, X.shape[0], "ApproxKFD")
-        self.kernel_ = _checked_kernel(self, X)
+        self.kernel_ = checked_kernel(self, X)
         basis = GreedyBasis(n_basis=m, tol=self.tol, kernel=self.kernel_, init=self.init,
                             random_state=self.random_state)
         Gamma = basis.fit_transform(X)
-        _check_basis_not_empty(basis, "ApproxKFD")
+        check_basis_not_empty(basis, "ApproxKFD")
         coef, b = approx_kfd_fit(Gamma, basis.cholesky_, ys, C)
         self.basis_ = basis
         self.coef_ = coef

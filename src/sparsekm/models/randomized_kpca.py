@@ -7,7 +7,12 @@ from numbers import Integral, Real
 import numpy as np
 import scipy.sparse
 import scipy.sparse.linalg
-from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.base import (
+    BaseEstimator,
+    ClassNamePrefixFeaturesOutMixin,
+    TransformerMixin,
+    _fit_context,
+)
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
@@ -15,20 +20,20 @@ from sklearn.utils.validation import check_is_fitted
 from .._constraints import KERNEL, POSITIVE, POSITIVE_INT, RANDOM_STATE
 from ..approx.randomized import (
     ThreadedCSROperator,
-    _as_generator,
-    _fix_signs,
     estimate_error_norm,
     orthogonal_iteration,
     quantize_gram,
     sparsify_gram,
     sparsify_quantize_gram,
 )
-from ..config import _single_threaded_blas
+from ..approx.randomized.eigensolver import fix_signs
+from ..config import single_threaded_blas
 from ..expansion import KernelExpansion
 from ..kernels import estimator_kernel
 from ..parallel import dask_rowwise
 from ..persistence import register, spec
-from ..utils.validation import check_scalar, validate_X
+from ..utils._random import as_generator
+from ..utils.validation import OutputContainerMixin, check_scalar, validate_X
 
 __all__ = ["RandomizedKernelPCA"]
 
@@ -37,7 +42,8 @@ _SOLVERS = ("orthogonal-iteration", "lanczos")
 
 
 @register
-class RandomizedKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+class RandomizedKernelPCA(ClassNamePrefixFeaturesOutMixin, OutputContainerMixin, TransformerMixin,
+                          BaseEstimator):
     """Kernel PCA whose eigenvectors come from a randomized Gram matrix ``K_hat``.
 
     The Gram matrix is replaced by an unbiased random matrix (``E[K_hat] = K``,
@@ -213,6 +219,7 @@ class RandomizedKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
         return sparsify_quantize_gram(X, kernel, self.s, random_state=rng,
                                       block_size=self.block_size)
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Build ``K_hat`` from ``X`` and compute its leading eigenpairs.
 
@@ -228,7 +235,7 @@ class RandomizedKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
         X = validate_X(self, X)
         ell = self._check_params(X.shape[0])
         kernel = estimator_kernel(self, X)
-        rng = _as_generator(check_random_state(self.random_state))
+        rng = as_generator(check_random_state(self.random_state))
         A = self._gram(X, kernel, rng)
         lam, alpha, n_iter = self._solve(A, ell, rng)
         positive = lam > np.finfo(np.float64).eps * max(float(np.max(np.abs(lam))), 1e-300) \
@@ -259,8 +266,8 @@ class RandomizedKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
         if scipy.sparse.issparse(A):
             # scipy's CSR product is single-threaded but releases the GIL: split the rows
             # over the engine's threads, and keep BLAS (only the solver's thin basis
-            # operations) on one thread meanwhile (2.4x faster Lanczos at m = 20,000).
-            with _single_threaded_blas():
+            # operations) on one thread meanwhile (measurement: CHANGELOG, issue 35).
+            with single_threaded_blas():
                 return self._solve_op(A, ThreadedCSROperator(A), ell, rng)
         return self._solve_op(A, A, ell, rng)
 
@@ -283,7 +290,7 @@ class RandomizedKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
                 A.toarray() if hasattr(A, "toarray") else A @ np.eye(m))
             w, V = np.linalg.eigh(np.asarray(dense, dtype=np.float64))
             order = np.argsort(w)[::-1][:ell]
-            return w[order], _fix_signs(V[:, order]), 1
+            return w[order], fix_signs(V[:, order]), 1
         counter = {"n": 0}
         op = scipy.sparse.linalg.aslinearoperator(op)
 
@@ -296,7 +303,7 @@ class RandomizedKernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
         w, V = scipy.sparse.linalg.eigsh(wrapped, k=ell, which="LA", tol=self.tol, v0=v0,
                                          maxiter=self.max_iter * m)
         order = np.argsort(w)[::-1]
-        return w[order], _fix_signs(V[:, order]), counter["n"]
+        return w[order], fix_signs(V[:, order]), counter["n"]
 
     @dask_rowwise
     def transform(self, X):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from numbers import Integral
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context, clone
 from sklearn.exceptions import NotFittedError
 from sklearn.multiclass import OneVsRestClassifier
 from sklearn.svm import SVC, SVR
@@ -23,7 +23,8 @@ from .._constraints import BACKEND, BOOLEAN, N_JOBS, NON_NEGATIVE, POSITIVE_INT,
 from ..expansion import KernelExpansion
 from ..parallel import dask_rowwise
 from ..reduced_set import refit_intercept
-from ..reduced_set.reduction import _check_applicable, _check_method, reduce_expansion
+from ..reduced_set.reduction import check_applicable, check_method, reduce_expansion
+from ..utils._deprecation import keyword_only_args
 from ..utils.validation import check_scalar, validate_X
 
 __all__ = ["ReducedSetClassifier", "ReducedSetRegressor", "reduce_kernel_pca", "reduce_expansion"]
@@ -57,8 +58,8 @@ _COMMON_CONSTRAINTS = {
 class _ReducedSetBase(BaseEstimator):
     def _validate_common(self, owner):
         check_scalar(self.n_vectors, "n_vectors", owner, kind="int", lower=1)
-        _check_method(self.method, owner)
-        _check_applicable(self.method, self.c, self.lam, self.refine_max_iter, self.n_sweeps,
+        check_method(self.method, owner)
+        check_applicable(self.method, self.c, self.lam, self.refine_max_iter, self.n_sweeps,
                           self.step, owner)
         if self.shared not in (True, False, "auto"):
             raise ValueError(
@@ -258,7 +259,8 @@ class ReducedSetClassifier(ClassifierMixin, _ReducedSetBase):
         "refit_intercept": ["boolean", StrOptions({"joint"})],
         "n_jobs": N_JOBS}
 
-    def __init__(self, estimator=None, n_vectors=25, method="construct", shared="auto",
+    @keyword_only_args
+    def __init__(self, estimator=None, *, n_vectors=25, method="construct", shared="auto",
                  refit_intercept=True, c="inverse", lam=None, n_init=5, max_iter=200,
                  refine_max_iter=300, n_sweeps=0, step="one-term", random_state=None, n_jobs=None,
                  backend=None):
@@ -278,6 +280,7 @@ class ReducedSetClassifier(ClassifierMixin, _ReducedSetBase):
         self.n_jobs = n_jobs
         self.backend = backend
 
+    @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y):
         """Fit (only if unfitted) the SVM, reduce its expansion and re-fit the thresholds.
 
@@ -469,7 +472,8 @@ class ReducedSetRegressor(RegressorMixin, _ReducedSetBase):
         **_COMMON_CONSTRAINTS, "estimator": [HasMethods(["fit", "predict"]), None],
         "refit_intercept": BOOLEAN}
 
-    def __init__(self, estimator=None, n_vectors=25, method="construct", refit_intercept=True,
+    @keyword_only_args
+    def __init__(self, estimator=None, *, n_vectors=25, method="construct", refit_intercept=True,
                  c="inverse", lam=None, n_init=5, max_iter=200, refine_max_iter=300,
                  n_sweeps=0, step="one-term", random_state=None, backend=None):
         self.estimator = estimator
@@ -488,6 +492,7 @@ class ReducedSetRegressor(RegressorMixin, _ReducedSetBase):
 
     shared = False
 
+    @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y):
         """Fit (if needed) the SVR, reduce its expansion and re-fit the intercept.
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import LinAlgError, cho_factor, cho_solve
 from scipy.special import expit
+from sklearn.base import _fit_context
 from sklearn.utils._param_validation import StrOptions
 
 from .._constraints import BOOLEAN, KERNEL, NON_NEGATIVE, POSITIVE, POSITIVE_INT
@@ -39,6 +40,7 @@ from ..expansion import KernelExpansion
 from ..kernels import resolve_kernel
 from ..parallel import dask_rowwise
 from ..persistence import register, spec
+from ..utils._deprecation import keyword_only_args
 from ..utils.progress import progress
 from ..utils.validation import check_scalar, validate_X
 from ._base import BinaryExpansionClassifier, binary_targets
@@ -319,6 +321,7 @@ class _RVMBase(BinaryExpansionClassifier):
         """Run the solver on the design matrix; return its result dictionary."""
         raise NotImplementedError
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Fit the RVM; see the class docstring for the algorithm.
 
@@ -473,7 +476,8 @@ class RVC(_RVMBase):
         "prune_rule": [StrOptions({"marginal", "threshold"})], "fit_intercept": BOOLEAN,
         "verbose": ["verbose"]}
 
-    def __init__(self, kernel=None, max_iter=1000, tol=1e-3, threshold_alpha=1e9,
+    @keyword_only_args
+    def __init__(self, *, kernel=None, max_iter=1000, tol=1e-3, threshold_alpha=1e9,
                  prune_rule="marginal", fit_intercept=True, verbose=False,
                  gamma="scale", degree=3, coef0=0.0):
         self.kernel = kernel
@@ -487,6 +491,7 @@ class RVC(_RVMBase):
         self.fit_intercept = fit_intercept
         self.verbose = verbose
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Fit the RVM: posterior mode, Laplace covariance, ``alpha`` re-estimation, pruning.
 

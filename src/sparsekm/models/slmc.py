@@ -22,11 +22,12 @@ so the result does not depend on ``n_jobs``.
 
 from __future__ import annotations
 
+import functools
 import warnings
 from numbers import Integral
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -49,7 +50,8 @@ from ..expansion import KernelExpansion
 from ..kernels import estimator_kernel
 from ..parallel import dask_rowwise, parallel_map
 from ..persistence import register, spec
-from ..sparse_learning.fixed_z import _check_Z, _solve_features
+from ..sparse_learning.fixed_z import check_Z, solve_features
+from ..utils._deprecation import keyword_only_args
 from ..utils.progress import progress
 from ..utils.validation import check_array, check_scalar, validate_X
 
@@ -147,6 +149,7 @@ class _DirectSparseBase(ClassifierMixin, BaseEstimator):
         return n_vectors
 
     # -- fitting ---------------------------------------------------------------------
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Fit the classifier.
 
@@ -160,6 +163,12 @@ class _DirectSparseBase(ClassifierMixin, BaseEstimator):
         -------
         self
         """
+        return self._fit_problems(X, y)
+
+    def _fit_problems(self, X, y, **solver_options):
+        """One binary problem (two classes) or one per class (one-vs-rest), each by
+        :meth:`_fit_binary` with ``solver_options`` passed as keywords (explicit
+        arguments, never state stored on the estimator)."""
         X, y_idx, classes, kernel = self._validate_common(X, y)
         rng = check_random_state(self.random_state)
         self._prepare(X, kernel)
@@ -169,7 +178,10 @@ class _DirectSparseBase(ClassifierMixin, BaseEstimator):
             yk = np.where(y_idx == (1 if classes.size == 2 else k), 1.0, -1.0)
             # all random numbers in class order, here: the same for every n_jobs
             tasks.append((X, yk, kernel, self._draw(X, yk, kernel, rng, k), k))
-        fitted = parallel_map(self._fit_binary, tasks, n_jobs=self.n_jobs)
+        fit_binary = self._fit_binary
+        if solver_options:
+            fit_binary = functools.partial(fit_binary, **solver_options)
+        fitted = parallel_map(fit_binary, tasks, n_jobs=self.n_jobs)
         Zs, betas, bs, infos = (list(v) for v in zip(*fitted, strict=True))
         if classes.size == 2:
             self.expansion_ = KernelExpansion(Zs[0], betas[0], kernel, bs[0])
@@ -210,7 +222,7 @@ class _DirectSparseBase(ClassifierMixin, BaseEstimator):
         uniq = sparse_learning.unique_rows(X)
         n_vectors = self._check_n_vectors(uniq.size)
         if not isinstance(init, str):
-            Z0 = _check_Z(init, X.shape[1])
+            Z0 = check_Z(init, X.shape[1])
             if Z0.shape[0] != n_vectors:
                 raise ValueError(
                     f"init has {Z0.shape[0]} rows but n_vectors={n_vectors}; an initial Z must "
@@ -375,7 +387,9 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
                       "W_history_": spec.list(spec.array("f", (None,)), length="n_runs"),
                       "n_iter_": spec.array("iu", ("n_runs",)),
                       "restart_objectives_": spec.list(spec.array("f", (None,)),
-                                                       length="n_runs", optional=True)}
+                                                       length="n_runs", optional=True),
+                      "stop_reasons_": spec.list(spec.str(), length="n_runs",
+                                                 optional=True)}
 
     # Checked by sparsekm.load on every parameter read from a file.
     _parameter_constraints = {
@@ -384,7 +398,8 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
         "verbose": ["verbose"], "shared": BOOLEAN, "backend": BACKEND,
         "n_init": [Interval(Integral, 1, None, closed="left")]}
 
-    def __init__(self, n_vectors=10, C=1.0, kernel=None, init="random", max_iter=100, tol=1e-6,
+    @keyword_only_args
+    def __init__(self, n_vectors=10, *, C=1.0, kernel=None, init="random", max_iter=100, tol=1e-6,
                  random_state=None, verbose=False, n_jobs=None,
                  gamma="scale", degree=3, coef0=0.0, shared=False, backend=None, n_init=1):
         self.n_init = n_init
@@ -403,7 +418,8 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
         self.shared = shared
         self.backend = backend
 
-    def fit(self, X, y, *, callback=None):
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, *, callback=None, deadline=None):
         """Fit the classifier.
 
         Parameters
@@ -420,6 +436,11 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
             :func:`sparsekm.compress` keeps the SLMC within its time limit). Separate
             one-vs-rest problems (``shared=False``) call it for each problem in turn; it
             needs ``n_jobs`` None or 1 then.
+        deadline : :class:`~sparsekm.utils.optimize.Deadline`, optional
+            A hard cap on the wall-clock time (how :func:`sparsekm.compress` honours its
+            ``time_limit``): once passed, each L-BFGS run over ``Z`` stops after its
+            current iteration, keeping the best ``Z`` so far, and ``stop_reasons_``
+            says ``DEADLINE_STOP`` for it. ``None`` (default): no clock is read.
 
         Returns
         -------
@@ -434,18 +455,11 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
         if callback is not None and self.n_jobs not in (None, 1):
             raise ValueError("A callback runs in this process: fit with n_jobs=None or 1 "
                              f"(got n_jobs={self.n_jobs!r}).")
-        self._callback = callback  # read by _fit_binary (binary and separate problems)
-        try:
-            return self._fit(X, y, callback)
-        finally:
-            del self._callback
-
-    def _fit(self, X, y, callback):
         if not self.shared:
-            return super().fit(X, y)
+            return self._fit_problems(X, y, callback=callback, deadline=deadline)
         X, y_idx, classes, kernel = self._validate_common(X, y)
         if classes.size == 2:
-            return super().fit(X, y)
+            return self._fit_problems(X, y, callback=callback, deadline=deadline)
         rng = check_random_state(self.random_state)
         Z0 = self._starts(X, rng)
         max_iter, tol = self._iteration_params()
@@ -468,7 +482,7 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
         try:
             res = sparse_learning.slmc_shared_optimize(problems, Z0, engine, float(self.C),
                                                        max_iter=max_iter, tol=tol,
-                                                       callback=callback)
+                                                       callback=callback, deadline=deadline)
         finally:
             bar.close()
         # final coefficients at the optimised Z, each problem solved to a tight tolerance
@@ -477,7 +491,7 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
         T = sparse_learning.whitening_transform(engine(res.Z), on_singular="pinv")
         F = (T @ engine(res.Z, Xu)).T
         for (_, yc, wc), warm in zip(problems, res.solution, strict=True):
-            sol = _solve_features(F, T, yc, float(self.C), tol=1e-6, warm_start=warm.alpha,
+            sol = solve_features(F, T, yc, float(self.C), tol=1e-6, warm_start=warm.alpha,
                                   sample_weight=wc, solver="auto", features="whitened")
             betas.append(sol.beta)
             bs.append(sol.intercept)
@@ -489,6 +503,7 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
         self.W_history_ = [np.array(res.W_history)]
         self.n_iter_ = np.array([res.n_iter])
         self.restart_objectives_ = [_restart_values(res)]
+        self.stop_reasons_ = [str(res.message)]
         _warn_if_stopped(self, [{"stopped": _stopped_at_max_iter(res, max_iter)}])
         return self
 
@@ -504,10 +519,10 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
     def _draw(self, X, y, kernel, rng, k):
         return (self._starts(X, rng),) + self._iteration_params()
 
-    def _fit_binary(self, X, y, kernel, start, k):
+    def _fit_binary(self, X, y, kernel, start, k, *, callback=None, deadline=None):
         Z0, max_iter, tol = start
         bar = progress(total=max_iter, desc=f"SLMC {k}", disable=None if self.verbose else True)
-        user_callback = getattr(self, "_callback", None)  # fit(..., callback=...)
+        user_callback = callback
 
         def callback(it, W):
             bar.update(1)
@@ -519,7 +534,7 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
         # once (aggregate_duplicates returns X itself when it has no duplicates)
         engine = solver_kernel(kernel, self.backend)
         res = sparse_learning.slmc_optimize(X, y, Z0, engine, float(self.C), max_iter=max_iter,
-                                            tol=tol, callback=callback)
+                                            tol=tol, callback=callback, deadline=deadline)
         bar.close()
         # final coefficients at the optimised Z, solved to a tight tolerance
         Xu, yu, counts = sparse_learning.aggregate_duplicates(X, y)
@@ -528,7 +543,7 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
                                           sample_weight=counts)
         info = {"W": sol.W, "gap": sol.gap, "history": np.array(res.W_history),
                 "n_iter": res.n_iter, "stopped": _stopped_at_max_iter(res, max_iter),
-                "restarts": _restart_values(res)}
+                "restarts": _restart_values(res), "message": str(res.message)}
         return res.Z, sol.beta, sol.intercept, info
 
     def _store_info(self, infos):
@@ -536,6 +551,7 @@ class SparseLargeMarginClassifier(_DirectSparseBase):
         self.W_history_ = [info["history"] for info in infos]
         self.n_iter_ = np.array([info["n_iter"] for info in infos])
         self.restart_objectives_ = [info["restarts"] for info in infos]
+        self.stop_reasons_ = [info["message"] for info in infos]
         _warn_if_stopped(self, infos)
 
 
@@ -602,7 +618,8 @@ class SparseKFD(_DirectSparseBase):
         "max_iter": [Interval(Integral, 0, None, closed="left")], "tol": NON_NEGATIVE,
         "verbose": ["verbose"]}
 
-    def __init__(self, n_vectors=10, C=1.0, mu=1.0, kernel=None, init="kmeans", max_iter=100,
+    @keyword_only_args
+    def __init__(self, n_vectors=10, *, C=1.0, mu=1.0, kernel=None, init="kmeans", max_iter=100,
                  tol=1e-6, random_state=None, verbose=False, n_jobs=None,
                  gamma="scale", degree=3, coef0=0.0):
         self.n_vectors = n_vectors
@@ -696,7 +713,8 @@ class RSVM(_FixedZClassifier):
     # Checked by sparsekm.load on every parameter read from a file.
     _parameter_constraints = _CONSTRAINTS
 
-    def __init__(self, n_vectors=10, C=1.0, kernel=None, random_state=None, n_jobs=None,
+    @keyword_only_args
+    def __init__(self, n_vectors=10, *, C=1.0, kernel=None, random_state=None, n_jobs=None,
                  gamma="scale", degree=3, coef0=0.0):
         self.n_vectors = n_vectors
         self.C = C
@@ -740,7 +758,8 @@ class ModifiedRSVM(_FixedZClassifier):
     # Checked by sparsekm.load on every parameter read from a file.
     _parameter_constraints = _CONSTRAINTS
 
-    def __init__(self, n_vectors=10, C=1.0, kernel=None, random_state=None, n_jobs=None,
+    @keyword_only_args
+    def __init__(self, n_vectors=10, *, C=1.0, kernel=None, random_state=None, n_jobs=None,
                  gamma="scale", degree=3, coef0=0.0):
         self.n_vectors = n_vectors
         self.C = C
@@ -798,7 +817,8 @@ class ModifiedRS(_DirectSparseBase):
     _parameter_constraints = {
         **_CONSTRAINTS, "Z": ["array-like", list, None]}
 
-    def __init__(self, n_vectors=10, C=1.0, kernel=None, Z=None, random_state=None,
+    @keyword_only_args
+    def __init__(self, n_vectors=10, *, C=1.0, kernel=None, Z=None, random_state=None,
                  n_jobs=None,
                  gamma="scale", degree=3, coef0=0.0):
         self.n_vectors = n_vectors
@@ -815,7 +835,7 @@ class ModifiedRS(_DirectSparseBase):
         """The given ``Z``, or ``(n_vectors, seed)`` of the RS construction."""
         if self.Z is not None:
             Z = self.Z[k] if isinstance(self.Z, (list, tuple)) else self.Z
-            return _check_Z(Z, X.shape[1])
+            return check_Z(Z, X.shape[1])
         n_vectors = self._check_n_vectors(sparse_learning.unique_rows(X).size)
         return n_vectors, rng.randint(2**31 - 1)
 

@@ -126,7 +126,7 @@ def one_term_shared(kernel, Y, G, Z0, *, max_iter=200, tol=1e-6, random_state=No
     Z0 = np.atleast_2d(np.asarray(Z0, dtype=np.float64))
     resident(kernel, Y)
     rng = random_state if random_state is not None else np.random.default_rng(0)
-    if kernel.is_radial:
+    if kernel.is_radial and getattr(kernel, "supports_fixed_point", True):
         Z, n_iter = _fixed_point_radial(kernel, Y, G, Z0.copy(), max_iter, tol, rng)
     else:
         Z, n_iter = _lbfgs_general(kernel, Y, G, Z0.copy(), max_iter, tol)

@@ -26,14 +26,14 @@ from ._base import ReducedSetResult, _check_expansion, _coef2d, _solve_kz
 from ._one_term import one_term_gaussian, one_term_shared, row_blocks
 from .selection import _warn_more_than_terms
 
-__all__ = ["construct", "refine", "phase2_objective"]
+__all__ = ["construct", "refine", "phase2_objective", "construct_block", "STEP_TOL"]
 
 #: Above this many expansion vectors, start candidates are scored on a random subset.
 _MAX_CANDIDATES = 4000
 #: Relative step tolerance of each one-term solve. The one-term objective is flat at its
 #: maximum (quadratic in the step), so 1e-4 changes it by ~1e-8 relative while needing
 #: far fewer fixed-point iterations than 1e-8.
-_STEP_TOL = 1e-4
+STEP_TOL = 1e-4
 #: Gaussian kernels use the batched fixed point of
 #: :func:`~sparsekm.reduced_set._one_term.one_term_gaussian`: single-precision GEMMs, stopped
 #: on the relative change of the one-term objective (eq. 18) instead of the step size, with
@@ -55,9 +55,9 @@ _POLISH_MAX_ITER = 50
 _Q_FLOOR = 1e-6
 _STEPS = ("one-term", "orthogonal")
 #: Phase 2 stops when _REFINE_PATIENCE consecutive L-BFGS iterations each change
-#: ``sum_k ||Psi_k - Psi'_k||^2`` by at most _REFINE_TOL relative. Previously it ran to
-#: scipy's ``ftol = 1e-14`` (in practice to ``max_iter``); on USPS at 250 vectors the test
-#: error is flat after ~25 iterations while the 300 iterations cost more than phase 1.
+#: ``sum_k ||Psi_k - Psi'_k||^2`` by at most _REFINE_TOL relative: the test error stops
+#: moving long before scipy's ``ftol`` would stop L-BFGS (in practice at ``max_iter``),
+#: and the remaining iterations cost more than phase 1 (measurements: CHANGELOG, issue 25).
 _REFINE_TOL = 1e-3
 _REFINE_PATIENCE = 3
 
@@ -83,7 +83,8 @@ def _one_term_single(kernel, Y, g, starts, max_iter, tol, rng, norm2=None):
     psi = KernelExpansion(Y, np.repeat(g[:, None], n_starts, axis=1), _base(kernel))
     mark = checkpoint(kernel)
     resident(kernel, psi.vectors, parts=(Y,))  # a copy of Y: the same device copy
-    solver = fixed_point if kernel.is_radial else gradient
+    fixed = kernel.is_radial and getattr(kernel, "supports_fixed_point", True)
+    solver = fixed_point if fixed else gradient
     seed = int(rng.integers(2**31 - 1))
     res = solver(psi, z0=starts, n_init=1, max_iter=max_iter, tol=tol, random_state=seed,
                  norm2=norm2, backend=_engine(kernel))
@@ -177,7 +178,7 @@ def _orthogonal_step(kernel, Y, G, Zo, Kzo, candidates):
     return candidates[best], int(res.nit)
 
 
-def _construct_block(kernel, X, A, n_vectors, *, n_init, max_iter, tol_step, tol, rng,
+def construct_block(kernel, X, A, n_vectors, *, n_init, max_iter, tol_step, tol, rng,
                      Kxx, show_progress, desc, n_sweeps=0, step="one-term"):
     """Phase 1 for coefficient matrix ``A`` (n_terms, n_out) sharing one set of ``z``."""
     N, d = X.shape
@@ -425,8 +426,8 @@ def construct(expansion, n_vectors, *, shared=None, refine=False, tol=0.0, n_ini
         L-BFGS iterations of phase 2.
     refine_tol : float >= 0, default=1e-3
         Phase 2 stops once three consecutive L-BFGS iterations each change the objective
-        by at most ``refine_tol`` relative (see :func:`refine`); ``1e-14`` restores the
-        previous behaviour (in practice ``refine_max_iter`` iterations).
+        by at most ``refine_tol`` relative (see :func:`refine`); ``1e-14`` in practice
+        runs ``refine_max_iter`` iterations.
     n_sweeps : int >= 0, default=0
         Backfitting sweeps after phase 1 (not in the papers): each ``z_j`` in turn is
         re-solved as the one-term approximation of the residual of all other vectors
@@ -545,9 +546,9 @@ def _construct(expansion, kernel, X, A_all, n_vectors, shared, refine, tol, n_in
             continue
         Kg = kernel(Xg)
         desc = f"RS construct (output {grp[0]})" if len(groups) > 1 else "RS construct"
-        Z, B, path, norm2, nit, sweeps = _construct_block(
+        Z, B, path, norm2, nit, sweeps = construct_block(
             kernel, Xg, Ag, min(n_vectors, rows.size if len(grp) == 1 else n_vectors),
-            n_init=n_init, max_iter=max_iter, tol_step=_STEP_TOL, tol=tol, rng=rng, Kxx=Kg,
+            n_init=n_init, max_iter=max_iter, tol_step=STEP_TOL, tol=tol, rng=rng, Kxx=Kg,
             show_progress=progress, desc=desc, n_sweeps=n_sweeps, step=step)
         phase1.append(path[-1])
         sweep_paths.append(sweeps)
@@ -606,8 +607,8 @@ def refine(expansion, reduced, *, max_iter=300, tol=_REFINE_TOL):
         L-BFGS stops once three consecutive iterations each have a relative change of
         the objective, ``(f_{k-1} - f_k) / max(|f_{k-1}|, |f_k|)``, of at most ``tol``
         (:func:`~sparsekm.utils.optimize.lbfgs_relative`; scale-free, unlike scipy's
-        ``ftol``, which is an absolute test for objectives below one). ``1e-14`` restores
-        the previous behaviour (in practice ``max_iter`` iterations).
+        ``ftol``, which is an absolute test for objectives below one). ``1e-14`` in
+        practice runs ``max_iter`` iterations.
 
     Returns
     -------

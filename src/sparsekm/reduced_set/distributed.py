@@ -220,9 +220,9 @@ def construct_distributed(expansion, n_vectors, *, n_init=3, max_iter=100, tol=1
     ReducedSetResult
     """
     kernel = expansion.kernel
-    if not kernel.is_radial:
-        raise ValueError("construct_distributed needs a radial kernel (fixed-point "
-                         f"pre-images); got {kernel!r}.")
+    if not (kernel.is_radial and getattr(kernel, "supports_fixed_point", True)):
+        raise ValueError("construct_distributed needs a radial kernel with a bounded k' "
+                         f"(fixed-point pre-images); got {kernel!r}.")
     if compute_norm2 is None:
         compute_norm2 = expansion.n_terms <= 20_000
     norm2 = expansion.norm2() if compute_norm2 else np.nan

@@ -20,13 +20,14 @@ from ._base import ReducedSetResult, _check_expansion
 from .construction import construct
 from .selection import select_backward, select_kpca, select_l1, select_l1_multi
 
-__all__ = ["METHODS", "reduce_expansion", "reduce_many", "stack_results"]
+__all__ = ["METHODS", "reduce_expansion", "reduce_many", "stack_results", "check_method", "check_applicable"]
 
 #: The methods understood by :func:`reduce_expansion`.
 METHODS = ("construct", "construct+refine", "select-kpca", "select-backward", "select-l1")
 
 
-def _check_method(method, owner):
+def check_method(method, owner):
+    """Refuse a reduction method not in :data:`METHODS` (a ValueError naming ``owner``)."""
     if method not in METHODS:
         raise ValueError(
             f"The 'method' parameter of {owner} must be one of {list(METHODS)}. Got {method!r} "
@@ -36,7 +37,7 @@ def _check_method(method, owner):
 _CONSTRUCT = ("construct", "construct+refine")
 
 
-def _check_applicable(method, c, lam, refine_max_iter, n_sweeps, step, owner):
+def check_applicable(method, c, lam, refine_max_iter, n_sweeps, step, owner):
     """Options of another method are refused, never silently ignored."""
     given = []
     if method != "select-l1":
@@ -135,8 +136,8 @@ def reduce_many(expansions, n_vectors, *, method="construct", c="inverse", lam=N
     >>> [r.expansion.n_terms for r in results]
     [4, 4, 4]
     """
-    _check_method(method, "reduce_many")
-    _check_applicable(method, c, lam, refine_max_iter, n_sweeps, step, "reduce_many")
+    check_method(method, "reduce_many")
+    check_applicable(method, c, lam, refine_max_iter, n_sweeps, step, "reduce_many")
     check_scalar(n_vectors, "n_vectors", "reduce_many", kind="int", lower=1)
     expansions = list(expansions)
     for e in expansions:
@@ -259,8 +260,8 @@ def reduce_expansion(expansion, n_vectors, *, method="construct", shared=False, 
     -------
     ReducedSetResult
     """
-    _check_method(method, "reduce_expansion")
-    _check_applicable(method, c, lam, refine_max_iter, n_sweeps, step, "reduce_expansion")
+    check_method(method, "reduce_expansion")
+    check_applicable(method, c, lam, refine_max_iter, n_sweeps, step, "reduce_expansion")
     if type(expansion).__name__ == "DaskExpansion":
         from .distributed import construct_distributed
 

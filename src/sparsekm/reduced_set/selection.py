@@ -21,7 +21,7 @@ from ..expansion import KernelExpansion
 from ..utils.validation import check_scalar
 from ._base import ReducedSetResult, ReducedSetWarning, _check_expansion, _coef2d, _solve_kz
 
-__all__ = ["select_kpca", "select_backward", "select_l1", "select_l1_multi", "exact_reduction"]
+__all__ = ["select_kpca", "select_backward", "select_l1", "select_l1_multi", "exact_reduction", "prepare_expansion", "l1_weights", "cholesky_factor"]
 
 
 def _check_psd_kernel(kernel, owner):
@@ -41,7 +41,9 @@ def _warn_more_than_terms(owner, n_vectors, n_terms, stacklevel=3):
             ReducedSetWarning, stacklevel=stacklevel)
 
 
-def _prepare(expansion, owner):
+def prepare_expansion(expansion, owner):
+    """``(expansion, X, A)`` of a non-empty expansion with a PSD kernel: the checked
+    expansion, its vectors and its coefficients as a 2-D float array (n_terms, n_out)."""
     expansion = _check_expansion(expansion, owner)
     if expansion.n_terms == 0:
         raise ValueError(f"{owner} needs an expansion with at least one term; got an empty "
@@ -114,7 +116,7 @@ def select_kpca(expansion, n_vectors, *, refit=True):
     Costs one symmetric eigendecomposition per removal, ``O(N^3)`` each, as in the
     paper ("we did compute all eigenvectors at each step").
     """
-    expansion, X, A = _prepare(expansion, "select_kpca")
+    expansion, X, A = prepare_expansion(expansion, "select_kpca")
     n_vectors = check_scalar(n_vectors, "n_vectors", "select_kpca", kind="int", lower=1)
     _warn_more_than_terms("select_kpca", n_vectors, X.shape[0])
     K = expansion.kernel(X)
@@ -184,7 +186,7 @@ def select_backward(expansion, n_vectors, *, refresh=50):
         If the Gram matrix of the expansion's vectors is singular (use
         :func:`exact_reduction` first to remove the null space).
     """
-    expansion, X, A = _prepare(expansion, "select_backward")
+    expansion, X, A = prepare_expansion(expansion, "select_backward")
     n_vectors = check_scalar(n_vectors, "n_vectors", "select_backward", kind="int", lower=1)
     _warn_more_than_terms("select_backward", n_vectors, X.shape[0])
     refresh = check_scalar(refresh, "refresh", "select_backward", kind="int", lower=1)
@@ -223,7 +225,9 @@ def select_backward(expansion, n_vectors, *, refresh=50):
     return _finish(expansion, X, A, K, idx, path, norm2)
 
 
-def _weights(c, A, owner):
+def l1_weights(c, A, owner):
+    """The weights ``c_i`` of the L1 selection (eq. 66, Table III) for coefficients ``A``
+    (n_terms, n_out): ``"uniform"``, ``"inverse"`` (mean |alpha| / |alpha_i|) or given."""
     N = A.shape[0]
     mag = np.abs(A).max(axis=1)
     if isinstance(c, str):
@@ -242,7 +246,7 @@ def _weights(c, A, owner):
     return c
 
 
-def _cholesky_factor(K):
+def cholesky_factor(K):
     """Upper ``R`` with ``K ~= R^T R`` (jitter added until the factorisation succeeds)."""
     jitter = 0.0
     scale = max(float(np.mean(np.diag(K))), 1e-300)
@@ -300,7 +304,7 @@ def select_l1(expansion, lam=None, *, n_vectors=None, c="uniform", refit=True, t
         ``support`` indexes the kept vectors; ``info["lam"]`` is the ``lambda`` used
         and ``info["beta_l1"]`` the penalised solution.
     """
-    expansion, X, A = _prepare(expansion, "select_l1")
+    expansion, X, A = prepare_expansion(expansion, "select_l1")
     if expansion.is_multioutput:
         raise ValueError(
             "select_l1 approximates a single expansion; for several outputs use select_l1_multi "
@@ -312,12 +316,12 @@ def select_l1(expansion, lam=None, *, n_vectors=None, c="uniform", refit=True, t
     else:
         n_vectors = check_scalar(n_vectors, "n_vectors", "select_l1", kind="int", lower=1)
         _warn_more_than_terms("select_l1", n_vectors, X.shape[0])
-    w = _weights(c, A, "select_l1")
+    w = l1_weights(c, A, "select_l1")
     K = expansion.kernel(X)
     norm2 = np.einsum("ij,ij->j", A, K @ A)
     N = X.shape[0]
     usable = np.flatnonzero(np.isfinite(w))
-    R = _cholesky_factor(K)
+    R = cholesky_factor(K)
     design = R[:, usable] / w[usable][None, :]
     target = R @ A[:, 0]
     info = {}
@@ -501,7 +505,7 @@ def select_l1_multi(expansion, lam=None, *, n_vectors=None, c="uniform", refit=T
         ``info["B_l1"]`` is the penalised solution, ``info["objective_l1"]`` its
         eq. 70 objective and ``info["converged"]`` whether ``tol`` was met.
     """
-    expansion, X, A = _prepare(expansion, "select_l1_multi")
+    expansion, X, A = prepare_expansion(expansion, "select_l1_multi")
     if (lam is None) == (n_vectors is None):
         raise ValueError("select_l1_multi needs exactly one of lam and n_vectors.")
     if lam is not None:
@@ -511,7 +515,7 @@ def select_l1_multi(expansion, lam=None, *, n_vectors=None, c="uniform", refit=T
                                  lower=1)
         _warn_more_than_terms("select_l1_multi", n_vectors, X.shape[0])
     max_iter = check_scalar(max_iter, "max_iter", "select_l1_multi", kind="int", lower=1)
-    w = _weights(c, A, "select_l1_multi")
+    w = l1_weights(c, A, "select_l1_multi")
     K = expansion.kernel(X)
     norm2 = np.einsum("ij,ij->j", A, K @ A)
     L = 2.0 * float(linalg.eigh(K, eigvals_only=True, subset_by_index=[K.shape[0] - 1,
@@ -658,7 +662,7 @@ def exact_reduction(expansion, *, tol=1e-10):
         for Gaussian kernels (full-rank Gram matrices) nothing is removed unless
         vectors are duplicated.
     """
-    expansion, X, A = _prepare(expansion, "exact_reduction")
+    expansion, X, A = prepare_expansion(expansion, "exact_reduction")
     tol = check_scalar(tol, "tol", "exact_reduction", lower=0)
     K = expansion.kernel(X)
     norm2 = np.einsum("ij,ij->j", A, K @ A)

@@ -23,18 +23,36 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = ["register", "REGISTRY", "Result", "Context", "Target", "Section", "discover",
-           "published_cell"]
+           "published_cell", "PRINTED_DECIMALS", "printed_decimals"]
+
+#: The decimals a paper prints in a table, where its values lose them as floats (1.60 is
+#: stored as 1.6): ``{table: {cell-name suffix: decimals}}``, filled by the modules that
+#: reproduce the table. The scoreboard rounds ours to these, so that Ringnorm's 1.63
+#: against the paper's 1.60 is worse, not a tie of 1.6 with 1.6 (issue 38).
+PRINTED_DECIMALS: dict = {}
+
+
+def printed_decimals(cell):
+    """The decimals the paper prints for ``cell`` (a :func:`published_cell` record): its
+    ``paper_decimals``, else :data:`PRINTED_DECIMALS`' entry for its table, else None."""
+    if cell.get("paper_decimals") is not None:
+        return int(cell["paper_decimals"])
+    for suffix, decimals in PRINTED_DECIMALS.get(cell.get("table"), {}).items():
+        if str(cell.get("cell", "")).endswith(suffix):
+            return decimals
+    return None
 
 
 def published_cell(table, cell, ours, paper, reason=None, *, spread=None, note=None,
-                   higher_is_better=False):
+                   higher_is_better=False, paper_decimals=None):
     """One published cell of a paper's table for the fidelity scoreboard.
 
     ``ours`` is ``None`` when the cell is not reproduced; ``reason`` then says why.
     Lower is better (test errors, numbers of vectors) unless ``higher_is_better``.
     ``spread``: ``(lo, hi)``, the range of the per-seed means when ``ours`` is a mean over
     seeds (judged against it: :func:`~sparsekm.reproduce._report.classify`); ``note``:
-    the evidence shown when the cell is much worse than the paper.
+    the evidence shown when the cell is much worse than the paper; ``paper_decimals``: the
+    decimals the paper prints ``paper`` with, where the float loses them (1.60).
     """
     if ours is not None and hasattr(ours, "item"):
         ours = ours.item()
@@ -46,6 +64,10 @@ def published_cell(table, cell, ours, paper, reason=None, *, spread=None, note=N
         out["note"] = note
     if higher_is_better:
         out["higher_is_better"] = True
+    if paper_decimals is None:
+        paper_decimals = printed_decimals(out)
+    if paper_decimals is not None:
+        out["paper_decimals"] = int(paper_decimals)
     return out
 
 

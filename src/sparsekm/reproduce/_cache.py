@@ -11,7 +11,13 @@ Every entry is stored under a key that hashes
 - the *BLAS* in use (:func:`blas_signature`: library, build prefix, version and the
   compute kernel OpenBLAS picked for this CPU, as threadpoolctl reports them). The
   nonconvex solvers can end in different local minima when the BLAS rounds
-  differently, so a value computed under another kernel is not this machine's value.
+  differently, so a value computed under another kernel is not this machine's value;
+- numpy's own SIMD dispatch (:func:`sparsekm._provenance.numpy_simd_signature`: the
+  dispatch targets numpy enabled, e.g. ``X86_V3`` or ``X86_V4+AVX512_ICL``). numpy's
+  reductions round differently with its AVX-512 loops off: with them off (as on an
+  AVX2-only CPU) and the same BLAS, 67 of 90 Banana RS/MRS runs changed (issue 38).
+  Entries written before this was part of the key carry no ``numpy_simd`` and are
+  never served (the dispatch they were computed under is unknown).
 
 A lookup whose key is not in the file is a miss and the cell is recomputed, so an
 entry written by older code, with other parameters, another seed or under another
@@ -38,6 +44,8 @@ import re
 from pathlib import Path
 
 import numpy as np
+
+from .._provenance import numpy_simd_signature
 
 __all__ = ["CellCache", "blas_signature", "code_key", "data_fingerprint"]
 
@@ -193,6 +201,27 @@ class CellCache:
         self.entries = self._load()
         self.hits = []      # entries served from the file
         self.computed = []  # entries computed in this process
+        self._counted = set()  # keys in hits or computed: a cell counts once per table
+
+    def _count(self, bucket, key, entry):
+        if key not in self._counted:
+            self._counted.add(key)
+            bucket.append(entry)
+
+    @contextlib.contextmanager
+    def uncounted(self):
+        """Lookups inside are a look, not a use: they leave :meth:`provenance` unchanged.
+
+        Yields a list that holds, on exit, the entries those lookups found.
+        """
+        n_hits, n_computed, counted = len(self.hits), len(self.computed), set(self._counted)
+        seen = []
+        try:
+            yield seen
+        finally:
+            seen += self.hits[n_hits:] + self.computed[n_computed:]
+            del self.hits[n_hits:], self.computed[n_computed:]
+            self._counted = counted
 
     def _load(self):
         if self.path is None or not self.path.exists():
@@ -204,9 +233,10 @@ class CellCache:
 
     @staticmethod
     def key(cell, params, seed, code):
-        """The entry key: sha256 of the canonical JSON of all four and :func:`blas_signature`."""
+        """The entry key: sha256 of the canonical JSON of all four, :func:`blas_signature`
+        and numpy's SIMD dispatch (:func:`~sparsekm._provenance.numpy_simd_signature`)."""
         blob = _canonical({"cell": cell, "params": params, "seed": seed, "code": code,
-                           "blas": blas_signature()})
+                           "blas": blas_signature(), "numpy_simd": numpy_simd_signature()})
         return hashlib.sha256(blob.encode()).hexdigest()[:24]
 
     def get(self, cell, params, seed, code):
@@ -219,7 +249,7 @@ class CellCache:
             entry = self._load().get(key)
         if entry is None:
             return None
-        (self.computed if key in _FRESH else self.hits).append(entry)
+        self._count(self.computed if key in _FRESH else self.hits, key, entry)
         return entry["value"]
 
     def put(self, cell, params, seed, code, value, seconds=None):
@@ -227,12 +257,13 @@ class CellCache:
         key = self.key(cell, params, seed, code)
         params_c = _canonical(params)
         blas = blas_signature()
+        simd = numpy_simd_signature()
         entry = {"cell": cell, "params": json.loads(params_c), "seed": seed, "code": code,
-                 "blas": blas, "computed": datetime.datetime.now(datetime.timezone.utc).strftime(
+                 "blas": blas, "numpy_simd": simd, "computed": datetime.datetime.now(datetime.timezone.utc).strftime(
                      "%Y-%m-%dT%H:%M:%SZ"),
                  "seconds": None if seconds is None else round(float(seconds), 3),
                  "value": json.loads(_canonical(value))}
-        self.computed.append(entry)
+        self._count(self.computed, key, entry)
         _FRESH.add(key)
         if self.path is None:
             self.entries[key] = entry
@@ -246,7 +277,8 @@ class CellCache:
             merged = {k: e for k, e in on_disk.items()
                       if not (e.get("cell") == cell and e.get("seed") == seed
                               and _canonical(e.get("params")) == params_c and k != key
-                              and e.get("blas", blas) == blas)}
+                              and e.get("blas", blas) == blas
+                              and e.get("numpy_simd", simd) == simd)}
             merged[key] = entry
             self.entries = merged
             tmp = self.path.with_suffix(self.path.suffix + f".{os.getpid()}.tmp")
@@ -274,10 +306,11 @@ class CellCache:
             when = first if first == last else f"{first} to {last}"
             kernels = sorted({lib.rsplit(":", 1)[-1] for e in self.hits
                               for lib in (e.get("blas") or "?:?").split("+")})
+            simd = sorted({e.get("numpy_simd") or "?" for e in self.hits})
             parts.append(f"{n_hit} of {total} cells from the cache (computed {when} with code "
                          f"key{'s' if len(codes) > 1 else ''} {', '.join(codes)} under BLAS "
-                         f"kernel{'s' if len(kernels) > 1 else ''} {', '.join(kernels)}; "
-                         f"{secs / 60:.1f} min of compute then)")
+                         f"kernel{'s' if len(kernels) > 1 else ''} {', '.join(kernels)} and "
+                         f"numpy SIMD {', '.join(simd)}; {secs / 60:.1f} min of compute then)")
         if n_new:
             secs = sum(e.get("seconds") or 0.0 for e in self.computed)
             parts.append(f"{n_new} of {total} cells computed in this run ({secs / 60:.1f} min)")

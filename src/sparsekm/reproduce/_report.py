@@ -254,8 +254,11 @@ def classify(cell):
     inside the rounded range ``[lo, hi]`` is a tie ("within the seed spread"); better or
     worse means every seed's mean is.
     """
+    from . import printed_decimals
+
     paper = float(cell["paper"])
-    p = _decimals(cell["paper"])
+    p = printed_decimals(cell)
+    p = _decimals(cell["paper"]) if p is None else p
     eps = 0.5 * 10.0 ** -(p + 3)
     spread = cell.get("spread")
     lo, hi = (spread if spread else (cell["ours"], cell["ours"]))
@@ -499,7 +502,26 @@ def write_results(path, registry, fresh, *, run_info=None, mark_kept=True):
     tmp.write_text(render_results(registry, records, run_info=run_info, mark_kept=mark_kept),
                    encoding="utf-8")
     tmp.replace(path)
+    update_docs_prose(path.parent / "index.md", records)
     return records
+
+
+def update_docs_prose(page, records):
+    """Rewrite the generated numbers of ``page`` (:mod:`sparsekm.reproduce._prose`) from
+    ``records``; nothing when the page does not exist or nothing changes."""
+    from ._prose import generated_values, update_generated
+
+    page = Path(page)
+    if not page.is_file():
+        return False
+    text = page.read_text(encoding="utf-8")
+    new = update_generated(text, generated_values(records))
+    if new == text:
+        return False
+    tmp = page.with_suffix(page.suffix + f".{os.getpid()}.tmp")
+    tmp.write_text(new, encoding="utf-8")
+    tmp.replace(page)
+    return True
 
 
 def run_all(registry, names, ctx, *, results_path=None, echo=print, keep_going=True,

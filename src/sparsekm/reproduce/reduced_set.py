@@ -280,12 +280,12 @@ def _phase1_uncapped(ek, n, seed):
     """
     from threadpoolctl import threadpool_limits
 
-    from ..reduced_set.construction import _STEP_TOL, _construct_block
+    from ..reduced_set.construction import STEP_TOL, construct_block
 
     X = np.asarray(ek.vectors, dtype=np.float64)
     A = np.asarray(ek.coef, dtype=np.float64).reshape(-1, 1)
     with threadpool_limits(limits=1, user_api="blas"):
-        Z = _construct_block(ek.kernel, X, A, n, n_init=5, max_iter=200, tol_step=_STEP_TOL,
+        Z = construct_block(ek.kernel, X, A, n, n_init=5, max_iter=200, tol_step=STEP_TOL,
                              tol=0.0, rng=np.random.default_rng(seed), Kxx=ek.kernel(X),
                              show_progress=False, desc="")[0]
     return np.asarray(Z)
@@ -752,12 +752,12 @@ class _L1Counts:
     """Support sizes of the eq. 66 Lasso for one classifier, as a function of lambda."""
 
     def __init__(self, expansion):
-        from ..reduced_set.selection import _cholesky_factor, _prepare, _weights
+        from ..reduced_set.selection import cholesky_factor, l1_weights, prepare_expansion
 
-        expansion, X, A = _prepare(expansion, "select_l1")
-        w = _weights("inverse", A, "select_l1")
+        expansion, X, A = prepare_expansion(expansion, "select_l1")
+        w = l1_weights("inverse", A, "select_l1")
         self.usable = np.flatnonzero(np.isfinite(w))
-        R = _cholesky_factor(expansion.kernel(X))
+        R = cholesky_factor(expansion.kernel(X))
         self.design = np.asfortranarray(R[:, self.usable] / w[self.usable][None, :])
         self.target = R @ A[:, 0]
         self.N = X.shape[0]

@@ -27,12 +27,13 @@ class OptimizeResult:
     restarts: object = None
 
 
-def _lbfgs_over_Z(fun, Z0, max_iter, tol, callback=None):
+def _lbfgs_over_Z(fun, Z0, max_iter, tol, callback=None, deadline=None):
     """Minimise ``fun(Z) -> (value, grad, aux)`` over Z with L-BFGS.
 
     Stops when the objective's relative change in one iteration falls to ``tol``
-    (:func:`~sparsekm.utils.optimize.lbfgs_relative`) or after ``max_iter`` iterations;
-    returns the best point evaluated.
+    (:func:`~sparsekm.utils.optimize.lbfgs_relative`), after ``max_iter`` iterations or
+    when ``deadline`` (a :class:`~sparsekm.utils.optimize.Deadline`) has passed
+    (``message`` then says so); returns the best point evaluated.
     """
     shape = Z0.shape
     cache = {}
@@ -50,7 +51,7 @@ def _lbfgs_over_Z(fun, Z0, max_iter, tol, callback=None):
     state["n_evals"] += 1
     cache["best"] = (Z0.ravel().copy(), v0, aux0)
     _, _, nit, message, history = lbfgs_relative(f, Z0.ravel(), max_iter=max_iter, tol=tol,
-                                                 callback=callback)
+                                                 callback=callback, deadline=deadline)
     zbest, vbest, auxbest = cache["best"]
     return OptimizeResult(Z=zbest.reshape(shape), solution=auxbest, W_history=[v0] + history,
                           n_iter=nit, n_evals=state["n_evals"], message=message,

@@ -44,6 +44,9 @@ __all__ = [
     "unique_rows",
     "aggregate_duplicates",
     "SingularKzError",
+    "check_C",
+    "check_Z",
+    "solve_features",
 ]
 
 # K^z is treated as singular when lambda_min < _RCOND * lambda_max.
@@ -65,31 +68,23 @@ _WARM_ACTIVE_SET_ITER = 30
 #: The interior point keeps its iterate when a Newton system breaks down once the duality
 #: measure is below this fraction of the problem's scale (instead of giving up).
 _IPM_NEAR = 1e-8
-#: The active-set step solves the bordered Gram system of size ``|S| + 1``
-#: (:func:`_margin_system`); ``False``: the full KKT system of size ``n_features + 1 + |S|``.
-_GRAM_FORM = True
 #: Damped exchange (:func:`_active_set_svm`): from step ``_DAMP_AFTER + 1`` on, or when all
 #: violators entering at once would make the margin set degenerate, or the partitions
 #: cycle, only the worst ``_DAMP_FRACTION`` of the entering violators (at least
-#: ``_DAMP_MIN``) move (``False``: all move, and the active set gives up on a cycle or a
-#: degenerate set, the previous behaviour). On USPS (250 XVs) this takes the warm start
-#: from 45 to 62 of 70 sampled solves.
-_DAMPED_ACTIVE_SET = True
+#: ``_DAMP_MIN``) move: moving all of them at once oscillates when ``Z`` moved far.
 _DAMP_AFTER = 1
 _DAMP_FRACTION = 0.5
 _DAMP_MIN = 10
 #: ``(damp_after, fraction, minimum)`` of a second, more cautious warm active set when the
-#: first fails (``None``: no retry): damped from the first step, a fifth of the violators.
+#: first fails: damped from the first step, a fifth of the violators.
 _RETRY_DAMP = (0, 0.2, 3)
 #: The interior point tries the active-set polish on its iterate when the duality measure
-#: falls below each of these fractions of the problem's scale (``_IPM_EARLY = ()``: only
-#: after convergence, the previous behaviour).
+#: falls below each of these fractions of the problem's scale (an exact KKT point found
+#: early ends the interior point; otherwise it converges and is polished then).
 _IPM_EARLY = (1e-3, 1e-4, 1e-5, 1e-6, 1e-8, 1e-10)
 #: Iteration cap ``max(a, b * n_samples)`` of the libsvm cold start (``cold="libsvm"`` of
-#: :func:`_solve_features`; SLMC's first L-BFGS evaluation); past it the interior point runs.
+#: :func:`solve_features`; SLMC's first L-BFGS evaluation); past it the interior point runs.
 _COLD_LIBSVM_ITER = (10_000, 5)
-#: ``False`` restores the interior point on all samples (the benchmarks' "before").
-_WORKING_SET = True
 
 
 class SingularKzError(ValueError):
@@ -248,7 +243,7 @@ def _active_set_svm(F, y, C, alpha0, *, margin0=None, max_iter=6, kkt_tol=1e-9, 
     (:func:`_margin_system`). When moving all violators at once would make the margin
     set degenerate (``|S| > n_features + 1``), from the second step on, or when the
     partitions cycle, only the worst ``_DAMP_FRACTION`` of the entering violators move
-    (``_DAMPED_ACTIVE_SET``): the undamped exchange oscillates when ``Z`` moved far.
+    (damped exchange): the undamped exchange oscillates when ``Z`` moved far.
     ``damp = (damp_after, fraction, minimum)`` overrides ``_DAMP_AFTER``,
     ``_DAMP_FRACTION`` and ``_DAMP_MIN`` (the cautious retry, ``_RETRY_DAMP``).
     Returns ``None`` when it does not reach an exact KKT point within ``max_iter``
@@ -275,7 +270,7 @@ def _active_set_svm(F, y, C, alpha0, *, margin0=None, max_iter=6, kkt_tol=1e-9, 
     for it in range(max_iter):
         key = (S.tobytes(), B.tobytes())
         if key in seen:
-            if not _DAMPED_ACTIVE_SET or damped:
+            if damped:
                 return None
             damped = True  # a cycle: from here on only half of the violators enter
         seen.add(key)
@@ -284,7 +279,7 @@ def _active_set_svm(F, y, C, alpha0, *, margin0=None, max_iter=6, kkt_tol=1e-9, 
         if k == 0 or k > m + 1:
             # more margin vectors than dimensions: degenerate, leave it to libsvm
             return None
-        solved = (_margin_system if _GRAM_FORM else _margin_system_full)(F, y, C, S, B, s_idx)
+        solved = _margin_system(F, y, C, S, B, s_idx)
         if solved is None:
             return None
         w, b, a_s = solved
@@ -306,8 +301,7 @@ def _active_set_svm(F, y, C, alpha0, *, margin0=None, max_iter=6, kkt_tol=1e-9, 
         B[s_idx[high]] = True
         enter = enter0 | enterB
         n_in = int(enter.sum())
-        if _DAMPED_ACTIVE_SET and not damped and (S.sum() + n_in > m + 1
-                                                  or it + 1 >= damp_after):
+        if not damped and (S.sum() + n_in > m + 1 or it + 1 >= damp_after):
             # all violators at once would make S degenerate, or oscillate
             damped = True
         if damped and n_in > damp_min:
@@ -348,26 +342,6 @@ def _margin_system(F, y, C, S, B, s_idx):
         return None
     v = sol[:k]
     return cb + Fs.T @ v, float(sol[k]), v * ys
-
-
-def _margin_system_full(F, y, C, S, B, s_idx):
-    """:func:`_margin_system` by the full KKT system in ``(w, b, alpha_S)`` (the old path)."""
-    m = F.shape[1]
-    k = s_idx.size
-    Fs, ys = F[s_idx], y[s_idx]
-    cb = F[B].T @ (C[B] * y[B])
-    A = np.zeros((m + 1 + k, m + 1 + k))
-    rhs = np.zeros(m + 1 + k)
-    A[:m, :m] = np.eye(m)
-    A[:m, m + 1:] = -(Fs * ys[:, None]).T
-    rhs[:m] = cb
-    A[m, m + 1:] = ys
-    rhs[m] = -(C[B] * y[B]).sum()
-    A[m + 1:, :m] = Fs * ys[:, None]
-    A[m + 1:, m] = ys
-    rhs[m + 1:] = 1.0
-    sol = _solve_or_none(A, rhs)
-    return None if sol is None else (sol[:m], sol[m], sol[m + 1:])
 
 
 def _solve_or_none(A, rhs):
@@ -640,9 +614,9 @@ def fixed_z_svm(X, y, Z, kernel, C, *, features="whitened", tol=1e-5, on_singula
     if not isinstance(kernel, Kernel | DeviceKernel):
         raise TypeError(f"kernel must be a sparsekm.kernels.Kernel; got {type(kernel).__name__}.")
     kernel = solver_kernel(kernel, backend, device)
-    C = _check_C(C, "fixed_z_svm")
+    C = check_C(C, "fixed_z_svm")
     X = check_array(X, "X")
-    Z = _check_Z(Z, X.shape[1])
+    Z = check_Z(Z, X.shape[1])
     y = np.asarray(y, dtype=float)
     if y.shape != (X.shape[0],) or not np.isin(y, (-1.0, 1.0)).all():
         raise ValueError(f"y must be a (n_samples,) = ({X.shape[0]},) array of -1/+1 labels.")
@@ -656,7 +630,7 @@ def fixed_z_svm(X, y, Z, kernel, C, *, features="whitened", tol=1e-5, on_singula
     else:
         T = None
         F = Kzx.T
-    return _solve_features(F, T, y, C, tol=tol, warm_start=warm_start,
+    return solve_features(F, T, y, C, tol=tol, warm_start=warm_start,
                            sample_weight=sample_weight, solver=solver, features=features)
 
 
@@ -676,7 +650,7 @@ def _polish(F, y, C, method, solved):
     return (solved, method) if polished is None else (polished, method + "+active-set")
 
 
-def _solve_features(F, T, y, C, *, tol, warm_start, sample_weight, solver, features,
+def solve_features(F, T, y, C, *, tol, warm_start, sample_weight, solver, features,
                     cold="ipm"):
     """The inner SVM of :func:`fixed_z_svm` on given features ``F = (T K^{zx})^T``.
 
@@ -693,7 +667,7 @@ def _solve_features(F, T, y, C, *, tol, warm_start, sample_weight, solver, featu
     if warm_start is not None and solver == "auto":
         solved = _active_set_svm(F, y, Cvec, np.asarray(warm_start, dtype=float),
                                  max_iter=_WARM_ACTIVE_SET_ITER)
-        if solved is None and _DAMPED_ACTIVE_SET and _RETRY_DAMP:
+        if solved is None:
             solved = _active_set_svm(F, y, Cvec, np.asarray(warm_start, dtype=float),
                                      max_iter=2 * _WARM_ACTIVE_SET_ITER, damp=_RETRY_DAMP)
     method = "active-set"
@@ -712,8 +686,7 @@ def _solve_features(F, T, y, C, *, tol, warm_start, sample_weight, solver, featu
                                    max_iter=_WARM_ACTIVE_SET_ITER)
         if polished is not None:
             solved, method = polished, "libsvm+active-set"
-    if (solved is None and solver == "auto" and _WORKING_SET and warm_start is not None
-            and large):
+    if solved is None and solver == "auto" and warm_start is not None and large:
         solved, method = _polish(F, y, Cvec, "ipm-ws",
                                  _ipm_working_set(F, y, Cvec, np.asarray(warm_start, dtype=float)))
     if solved is None and solver == "auto":
@@ -744,11 +717,15 @@ def _solve_features(F, T, y, C, *, tol, warm_start, sample_weight, solver, featu
                           features=features, extra={"method": method})
 
 
-def _check_C(C, owner):
+def check_C(C, owner):
+    """The trade-off ``C > 0`` of the SVM for fixed ``Z`` (eq. 28), as a float; a
+    ValueError naming ``owner`` otherwise."""
     return check_scalar(C, "C", owner, lower=0.0, lower_inclusive=False)
 
 
-def _check_Z(Z, n_features, name="Z"):
+def check_Z(Z, n_features, name="Z"):
+    """The expansion vectors ``Z`` as a finite 2-D float array with ``n_features`` columns
+    (a ValueError naming ``name`` otherwise)."""
     Z = check_array(Z, name)
     if Z.shape[1] != n_features:
         raise ValueError(f"{name} has {Z.shape[1]} features, but X has {n_features}.")

@@ -13,14 +13,15 @@ import numpy as np
 
 from ..backend import DeviceKernel, resident, solver_kernel, take
 from ..kernels import Kernel
+from ..utils.threads import small_solve_threads
 from ..utils.validation import check_array
 from ._lbfgs import OptimizeResult, _lbfgs_over_Z, best_of_restarts
 from .fixed_z import (
-    _check_C,
-    _check_Z,
-    _solve_features,
     aggregate_duplicates,
+    check_C,
+    check_Z,
     fixed_z_svm,
+    solve_features,
     whitening_transform,
 )
 
@@ -74,7 +75,7 @@ def slmc_gradient(X, y, Z, kernel, alpha, beta):
 
 
 def slmc_optimize(X, y, Z0, kernel, C, *, max_iter=100, tol=1e-6, svm_tol=1e-4, warm_start=True,
-                  callback=None, solver="auto", backend=None, device=None):
+                  callback=None, solver="auto", backend=None, device=None, deadline=None):
     """Minimise the SLMC marginal function ``W(Z)`` over ``Z`` with L-BFGS (section 3.3).
 
     Parameters
@@ -110,6 +111,11 @@ def slmc_optimize(X, y, Z0, kernel, C, *, max_iter=100, tol=1e-6, svm_tol=1e-4, 
         only those (``N_z x n``, ``N_z x N_z``, ``N_z x d``).
     device : str or None, default=None
         torch device (``None``: the configured one, else CUDA when available).
+    deadline : :class:`~sparsekm.utils.optimize.Deadline`, optional
+        A hard cap on the wall-clock time: once passed, the run stops after its
+        current L-BFGS iteration with ``message`` ``DEADLINE_STOP`` (the best ``Z`` so
+        far is kept) and restarts not yet begun are not run. ``None`` (default): no
+        clock is read.
 
     Returns
     -------
@@ -119,7 +125,7 @@ def slmc_optimize(X, y, Z0, kernel, C, *, max_iter=100, tol=1e-6, svm_tol=1e-4, 
         (``W`` at the start and after every L-BFGS iteration; non-increasing).
     """
     X, y, counts = aggregate_duplicates(X, y)
-    starts = [_check_Z(z, X.shape[1], "Z0") for z in _starts(Z0)]
+    starts = [check_Z(z, X.shape[1], "Z0") for z in _starts(Z0)]
     weights = None if np.all(counts == 1) else counts
     warm = {"alpha": None}
     kernel = solver_kernel(kernel, backend, device)
@@ -132,7 +138,9 @@ def slmc_optimize(X, y, Z0, kernel, C, *, max_iter=100, tol=1e-6, svm_tol=1e-4, 
             warm["alpha"] = sol.alpha
         return sol.W, slmc_gradient(X, y, Z, kernel, sol.alpha, sol.beta), sol
 
-    return _restarts(fun, starts, max_iter, tol, callback, warm)
+    # a loop of small solves: one BLAS thread unless a step's K^{zx} product is large
+    with small_solve_threads(starts[0].shape[0] * X.shape[0] * X.shape[1]):
+        return _restarts(fun, starts, max_iter, tol, callback, warm, deadline)
 
 
 def _starts(Z0):
@@ -144,22 +152,20 @@ def _starts(Z0):
     return [Z0]
 
 
-def _restarts(fun, starts, max_iter, tol, callback, warm):
-    """L-BFGS from every start (the inner SVM's warm start reset), the best by ``W``."""
+def _restarts(fun, starts, max_iter, tol, callback, warm, deadline=None):
+    """L-BFGS from every start (the inner SVM's warm start reset), the best by ``W``;
+    starts not begun when ``deadline`` has passed are not run."""
     runs = []
     for Z0 in starts:
+        if runs and deadline is not None and deadline.expired():
+            break
         warm["alpha"] = None
-        runs.append(_lbfgs_over_Z(fun, np.array(Z0, dtype=float), max_iter, tol, callback))
+        runs.append(_lbfgs_over_Z(fun, np.array(Z0, dtype=float), max_iter, tol, callback,
+                                  deadline))
     return runs[0] if len(runs) == 1 else best_of_restarts(runs)
 
 
 # -- shared expansion vectors for several binary problems (multi-class SLMC) -----------
-#: Cold inner solver of the shared optimiser's first evaluation (see
-#: ``fixed_z._solve_features``): ``"libsvm"`` (capped, polished to the exact KKT point)
-#: or ``"ipm"`` (the interior point, the previous path).
-_COLD = "libsvm"
-
-
 def _check_problems(problems, owner):
     """Validate ``[(X_c, y_c[, sample_weight_c]), ...]``; returns a list of 3-tuples."""
     problems = list(problems)
@@ -205,7 +211,7 @@ def _shared_value_grad(problems, Z, kernel, C, warm, *, solver="auto", svm_tol=1
         key = id(Xc)
         if key not in groups:
             groups[key] = [Xc, (T @ kernel(Z, Xc)).T, []]  # whitened features, eq. 41-43
-        sol = _solve_features(groups[key][1], T, yc, C, tol=svm_tol,
+        sol = solve_features(groups[key][1], T, yc, C, tol=svm_tol,
                               warm_start=None if warm is None else warm[c], sample_weight=wc,
                               solver=solver, features="whitened", cold=cold)
         groups[key][2].append(c)
@@ -253,14 +259,14 @@ def slmc_shared_objective(problems, Z, kernel, C, *, solver="auto"):
     problems = _check_problems(problems, "slmc_shared_objective")
     if not isinstance(kernel, Kernel):
         raise TypeError(f"kernel must be a sparsekm.kernels.Kernel; got {type(kernel).__name__}.")
-    C = _check_C(C, "slmc_shared_objective")
-    Z = _check_Z(Z, problems[0][0].shape[1])
+    C = check_C(C, "slmc_shared_objective")
+    Z = check_Z(Z, problems[0][0].shape[1])
     return _shared_value_grad(problems, Z, kernel, C, None, solver=solver, svm_tol=1e-6)
 
 
 def slmc_shared_optimize(problems, Z0, kernel, C, *, max_iter=100, tol=1e-6, svm_tol=1e-4,
                          warm_start=True, callback=None, solver="auto", backend=None,
-                         device=None):
+                         device=None, deadline=None):
     """Minimise the shared-XV marginal function ``sum_c W_c(Z)`` over ``Z`` with L-BFGS.
 
     The multi-class SLMC with expansion vectors shared by all one-vs-rest problems:
@@ -279,7 +285,7 @@ def slmc_shared_optimize(problems, Z0, kernel, C, *, max_iter=100, tol=1e-6, svm
         shared reduced set); a list of them gives restarts, as in :func:`slmc_optimize`.
     kernel : Kernel
     C : float
-    max_iter, tol, svm_tol, warm_start, callback, solver, backend, device
+    max_iter, tol, svm_tol, warm_start, callback, solver, backend, device, deadline
         As in :func:`slmc_optimize`; ``tol`` applies to the summed ``W``. Each distinct
         ``X`` array goes to the device once.
 
@@ -292,8 +298,8 @@ def slmc_shared_optimize(problems, Z0, kernel, C, *, max_iter=100, tol=1e-6, svm
     problems = _check_problems(problems, "slmc_shared_optimize")
     if not isinstance(kernel, Kernel | DeviceKernel):
         raise TypeError(f"kernel must be a sparsekm.kernels.Kernel; got {type(kernel).__name__}.")
-    C = _check_C(C, "slmc_shared_optimize")
-    starts = [_check_Z(z, problems[0][0].shape[1], "Z0") for z in _starts(Z0)]
+    C = check_C(C, "slmc_shared_optimize")
+    starts = [check_Z(z, problems[0][0].shape[1], "Z0") for z in _starts(Z0)]
     warm = {"alpha": None}
     kernel = solver_kernel(kernel, backend, device)
     for Xc, _, _ in problems:
@@ -301,9 +307,11 @@ def slmc_shared_optimize(problems, Z0, kernel, C, *, max_iter=100, tol=1e-6, svm
 
     def fun(Z):
         value, grad, sols = _shared_value_grad(problems, Z, kernel, C, warm["alpha"],
-                                               solver=solver, svm_tol=svm_tol, cold=_COLD)
+                                               solver=solver, svm_tol=svm_tol, cold="libsvm")
         if warm_start:
             warm["alpha"] = [s.alpha for s in sols]
         return value, grad, sols
 
-    return _restarts(fun, starts, max_iter, tol, callback, warm)
+    n_rows = sum({id(Xc): Xc.shape[0] for Xc, _, _ in problems}.values())
+    with small_solve_threads(starts[0].shape[0] * n_rows * starts[0].shape[1]):
+        return _restarts(fun, starts, max_iter, tol, callback, warm, deadline)

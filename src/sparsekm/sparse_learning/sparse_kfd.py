@@ -7,7 +7,7 @@ from scipy import linalg
 
 from ..utils.validation import check_array
 from ._lbfgs import _lbfgs_over_Z
-from .fixed_z import _check_Z
+from .fixed_z import check_Z
 
 __all__ = ["skfd_objective", "skfd_gradient", "skfd_optimize"]
 
@@ -42,7 +42,7 @@ def skfd_objective(X, y, Z, kernel, mu):
     lam : float
     """
     X = check_array(X, "X")
-    _, _, d, Bz = _skfd_parts(X, y, _check_Z(Z, X.shape[1]), kernel, mu)
+    _, _, d, Bz = _skfd_parts(X, y, check_Z(Z, X.shape[1]), kernel, mu)
     return _skfd_solve(d, Bz)
 
 
@@ -84,7 +84,7 @@ def skfd_optimize(X, y, Z0, kernel, mu, *, max_iter=100, tol=1e-6, callback=None
             "Sparse KFD needs a positive semi-definite kernel (B^z = within-class scatter + "
             f"mu K^z must be positive definite, eq. 49); {kernel!r} is not.")
     X = check_array(X, "X")
-    Z0 = _check_Z(Z0, X.shape[1], "Z0")
+    Z0 = check_Z(Z0, X.shape[1], "Z0")
     y = np.asarray(y, dtype=float)
 
     def fun(Z):

@@ -187,6 +187,44 @@ def _dask_in_memory_error(X, name="X"):
             "ApproxSVC, ApproxKFD, reduce_expansion; see sparsekm.approx.distributed).")
 
 
+def _label_kind(v):
+    if isinstance(v, (bool, np.bool_)):
+        return "bool"
+    if isinstance(v, (numbers.Number, np.number)):
+        return "number"
+    if isinstance(v, (str, bytes, np.str_, np.bytes_)):
+        return "string"
+    return type(v).__name__
+
+
+def check_label_types(y, owner="estimator"):
+    """Refuse class labels that mix types (``[1, "a", 2]``, numbers with strings).
+
+    numpy would turn such a list into strings (the label ``1`` becomes ``"1"``, and
+    ``predict`` then returns ``"1"``), and an object array fails in scikit-learn with a
+    message about label types or sorting; this says what is wrong instead (a TypeError).
+    Homogeneous arrays (any dtype but object) pass at once.
+    """
+    if y is None or isinstance(y, str) or hasattr(y, "dask"):
+        return
+    dtype = getattr(y, "dtype", None)
+    if dtype is not None and getattr(dtype, "kind", "O") != "O":
+        return
+    try:
+        values = np.asarray(y, dtype=object).ravel()
+    except (TypeError, ValueError):
+        return
+    seen = {}
+    for v in values:
+        seen.setdefault(_label_kind(v), v)
+        if len(seen) > 1:
+            (k1, v1), (k2, v2) = list(seen.items())[:2]
+            raise TypeError(
+                f"{owner}: the class labels in y mix types ({k1} {v1!r} and {k2} {v2!r}); "
+                "give labels of one type, all numbers or all strings (e.g. "
+                "y.astype(str)).")
+
+
 def validate_X(estimator, X, y="no_validation", *, reset=True, **kwargs):
     """scikit-learn's ``validate_data`` plus sparsekm's kernel-input check.
 
@@ -200,6 +238,11 @@ def validate_X(estimator, X, y="no_validation", *, reset=True, **kwargs):
 
     if type(X).__module__.startswith("dask.") and hasattr(X, "dask"):
         raise _dask_in_memory_error(X)
+    if not (isinstance(y, str) and y == "no_validation"):
+        from sklearn.base import is_classifier
+
+        if is_classifier(estimator):
+            check_label_types(y, type(estimator).__name__)
     kwargs.setdefault("dtype", [np.float64, np.float32])
     # C order: a DataFrame gives a Fortran-ordered array, and the BLAS rounds
     # differently by layout; C order makes DataFrame and array inputs (and a model
@@ -214,3 +257,22 @@ def validate_X(estimator, X, y="no_validation", *, reset=True, **kwargs):
     X_checked = out[0] if isinstance(out, tuple) else out
     check_finite_kernel_input(X_checked, owner=type(estimator).__name__)
     return out
+
+
+class OutputContainerMixin:
+    """``set_output`` that refuses ``transform="polars"`` when polars is not installed.
+
+    scikit-learn accepts the choice and fails only at the first ``transform``; this
+    says so where the choice is made. Put it before ``TransformerMixin`` in the bases.
+    """
+
+    def set_output(self, *, transform=None):
+        if transform == "polars":
+            import importlib.util
+
+            if importlib.util.find_spec("polars") is None:
+                raise ImportError(
+                    f"{type(self).__name__}.set_output(transform='polars'): polars is not "
+                    "installed here; install it (pip install polars) or choose "
+                    "transform='pandas' or 'default'.")
+        return super().set_output(transform=transform)

@@ -32,7 +32,7 @@ unbiased random ones, ``E[k_hat] = k``. One module per topic of the paper:
 
 from ...kernels import ProjectedKernel, RandomProjection, theorem6_s
 from ._common import _as_generator
-from .eigensolver import ThreadedCSROperator, _fix_signs, orthogonal_iteration
+from .eigensolver import ThreadedCSROperator, orthogonal_iteration
 from .error_bounds import (
     FurediKomlos,
     davis_kahan_residual_bound,
@@ -74,5 +74,5 @@ __all__ = [
     "ProjectedKernel",
 ]
 
-# Private helpers other sparsekm modules and the tests import from here.
-_PRIVATE_REEXPORTS = (_as_generator, _fix_signs)
+# The tests import this helper from here.
+_PRIVATE_REEXPORTS = (_as_generator,)

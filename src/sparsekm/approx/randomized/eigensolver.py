@@ -15,7 +15,7 @@ import scipy.sparse
 import scipy.sparse.linalg
 from sklearn.exceptions import ConvergenceWarning
 
-from ...config import _single_threaded_blas
+from ...config import single_threaded_blas
 from ...utils.validation import check_scalar
 from ._common import (
     _as_generator,
@@ -25,6 +25,7 @@ from ._common import (
 __all__ = [
     "ThreadedCSROperator",
     "orthogonal_iteration",
+    "fix_signs",
 ]
 
 
@@ -106,7 +107,7 @@ class ThreadedCSROperator(scipy.sparse.linalg.LinearOperator):
 
 
 # -- orthogonal iteration (section 2) ---------------------------------------------------
-def _fix_signs(V):
+def fix_signs(V):
     """Make the largest-magnitude entry of each column positive (deterministic output)."""
     idx = np.argmax(np.abs(V), axis=0)
     signs = np.sign(V[idx, np.arange(V.shape[1])])
@@ -187,7 +188,7 @@ def orthogonal_iteration(A, n_components, *, max_iter=1000, tol=1e-7, n_oversamp
         # The O(m k^2) work runs on one BLAS thread: multi-threaded QR/eigh of these
         # thin matrices gain nothing and, on a loaded machine, spin-waiting BLAS
         # threads made them cost more than the product A Q itself.
-        with _single_threaded_blas():
+        with single_threaded_blas():
             H = Q.T @ Z
             theta, W = np.linalg.eigh((H + H.T) / 2.0)
             order = np.argsort(-np.abs(theta + shift))[:ell]
@@ -214,4 +215,4 @@ def orthogonal_iteration(A, n_components, *, max_iter=1000, tol=1e-7, n_oversamp
         order = np.argsort(-np.abs(theta + shift))[:ell]
         order = order[np.argsort(-theta[order])]
         theta, V = theta[order], Q @ W[:, order]
-    return theta, _fix_signs(V), n_iter, converged
+    return theta, fix_signs(V), n_iter, converged

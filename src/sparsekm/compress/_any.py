@@ -1,0 +1,429 @@
+"""Compress a fitted regressor, one-class SVM or kernel PCA (issue 36).
+
+:func:`compress_any` is what :func:`sparsekm.compress` runs for the models that are not
+classifiers:
+``KernelRidge``, ``GaussianProcessRegressor`` (its predictive mean, and its variance in
+the projected-process form), ``SVR``/``NuSVR``, ``OneClassSVM`` and scikit-learn's
+``KernelPCA`` (its ``transform``). At a budget of ``n_vectors`` kernel evaluations per
+prediction it builds these candidates and keeps the best on validation data:
+
+``construct``, ``construct+refine``
+    Reduced-set construction of the model's expansion (eq. 74-77 of *Input space vs.
+    feature space*; one shared set for the components of a kernel PCA, section 5 of
+    *Fast approximation*) and the joint refine of vectors and coefficients (phase 2).
+``refit``
+    The vectors of the better reduced set, their outer weights re-fitted on the
+    training data: ridge on the features ``K(X, Z)`` with the RKHS penalty (the subset
+    of regressors / projected-process mean, :func:`sparsekm.approx.ridge_on_landmarks`),
+    ``lam`` chosen on validation; for a Gaussian process the projected-process mean
+    with the GP's own noise. Targets: ``y_train`` (a regressor), else the Gaussian
+    process's own training targets, else the original model's outputs on the training
+    rows (a one-class SVM or a kernel PCA: the original is distilled).
+``nystroem-uniform``, ``nystroem-kmeans``
+    The peer its users would pick: Nyström landmarks (a uniform subset of the training
+    rows, or k-means centres) and ridge regression on their features, ``lam`` chosen
+    on validation (scikit-learn's ``Nystroem`` + ``Ridge``, written as an expansion).
+
+Metrics: RMSE and R² against ``y_val`` and the agreement (R² of the candidate's
+predictions against the original's) for a regressor; the fraction of inlier/outlier
+calls equal to the original's and the AUC of the candidate's scores against those calls
+for a one-class SVM; the relative projection error
+``||T - T_orig||_F^2 / ||T_orig - mean||_F^2`` for a kernel PCA. ``y_val`` is ``None``
+for the unsupervised models: the validation rows alone judge them. Test data never
+reach a fit or a choice: everything chosen here is chosen on ``X_val``.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..approx.ridge import nystroem_landmarks, ridge_on_landmarks
+from ..interop import expansion_from_estimator
+from ..models.expansion_models import (
+    ExpansionOutlierDetector,
+    ExpansionRegressor,
+    ExpansionTransformer,
+)
+from ..reduced_set.reduction import reduce_expansion
+from ..utils.validation import check_array, check_scalar
+from ._report import CompressReport
+
+__all__ = ["compress_any", "model_kind", "is_any_model", "ANY_METHODS", "LAM_GRID",
+           "DEFAULT_TOLERANCE"]
+
+#: Candidates tried by ``method="auto"``, in order.
+ANY_METHODS = ("construct", "construct+refine", "refit", "nystroem-uniform", "nystroem-kmeans")
+#: ``max_error_increase`` when neither it nor ``n_vectors`` is given: 1 % more RMSE (a
+#: regressor), one point more disagreement or projection error (the others).
+DEFAULT_TOLERANCE = 0.01
+#: Ridge parameters tried on validation (plus the original's own, where it has one).
+LAM_GRID = tuple(float(v) for v in 10.0 ** np.arange(-6, 3))
+
+
+def model_kind(model):
+    """``"regressor"``, ``"one-class"`` or ``"kpca"`` for a model :func:`compress_any` takes."""
+    from sklearn.decomposition import KernelPCA
+    from sklearn.gaussian_process import GaussianProcessRegressor
+    from sklearn.kernel_ridge import KernelRidge
+    from sklearn.svm import SVR, NuSVR, OneClassSVM
+
+    from ..models import KernelPCA as OwnKernelPCA
+    from ..models import ReducedSetRegressor
+
+    if isinstance(model, (KernelRidge, GaussianProcessRegressor, SVR, NuSVR,
+                          ExpansionRegressor, ReducedSetRegressor)):
+        return "regressor"
+    if isinstance(model, (OneClassSVM, ExpansionOutlierDetector)):
+        return "one-class"
+    if isinstance(model, (KernelPCA, OwnKernelPCA, ExpansionTransformer)):
+        return "kpca"
+    raise TypeError(
+        f"compress takes KernelRidge, GaussianProcessRegressor, SVR, NuSVR, OneClassSVM and "
+        f"sklearn.decomposition.KernelPCA (and classifiers); got {type(model).__name__}.")
+
+
+def is_any_model(model):
+    """Whether :func:`compress_any` (not the classifier search) takes ``model``."""
+    try:
+        model_kind(model)
+    except TypeError:
+        return False
+    return True
+
+
+def _outputs(model, kind, X):
+    if kind == "regressor":
+        return np.asarray(model.predict(X), dtype=np.float64)
+    if kind == "one-class":
+        return np.asarray(model.decision_function(X), dtype=np.float64)
+    return np.asarray(model.transform(X), dtype=np.float64)
+
+
+def _auc(scores, labels):
+    """Area under the ROC curve of ``scores`` for the boolean ``labels`` (NaN if one class)."""
+    pos, neg = int(labels.sum()), int((~labels).sum())
+    if pos == 0 or neg == 0:
+        return float("nan")
+    from scipy.stats import rankdata
+
+    ranks = rankdata(scores)
+    return float((ranks[labels].sum() - pos * (pos + 1) / 2) / (pos * neg))
+
+
+def _r2(pred, ref):
+    ss = float(((ref - ref.mean(axis=0)) ** 2).sum())
+    return float("nan") if ss == 0 else 1.0 - float(((pred - ref) ** 2).sum()) / ss
+
+
+def _metrics(kind, out, orig, y_val):
+    """``(val_error, agreement, extra)`` of a candidate's validation outputs ``out``."""
+    if kind == "regressor":
+        agree = _r2(out, orig)
+        extra = {"agreement_rmse": float(np.sqrt(np.mean((out - orig) ** 2)))}
+        if y_val is None:  # judged against the original's predictions
+            return extra["agreement_rmse"], agree, extra
+        rmse = float(np.sqrt(np.mean((out - y_val) ** 2)))
+        extra.update(rmse=rmse, r2=_r2(out, y_val))
+        return rmse, agree, extra
+    if kind == "one-class":
+        calls, ref = out > 0, orig > 0
+        agree = float(np.mean(calls == ref))
+        return 1.0 - agree, agree, {"auc": _auc(out, ref)}
+    ss = float(((orig - orig.mean(axis=0)) ** 2).sum())
+    err = float(((out - orig) ** 2).sum()) / ss if ss > 0 else float("nan")
+    return err, 1.0 - err, {"projection_error": err}
+
+
+def _shell(kind, expansion, gpr=None):
+    if kind == "regressor":
+        if gpr is not None:
+            return ExpansionRegressor.from_gaussian_process(gpr, expansion=expansion)
+        return ExpansionRegressor.from_expansion(expansion)
+    if kind == "one-class":
+        return ExpansionOutlierDetector.from_expansion(expansion)
+    return ExpansionTransformer.from_expansion(expansion)
+
+
+def _training(model, kind, X_train, y_train):
+    """``(X, targets, note)`` for the refit and the peers, or ``(None, None, reason)``."""
+    from sklearn.gaussian_process import GaussianProcessRegressor
+    from sklearn.kernel_ridge import KernelRidge
+
+    if X_train is None:
+        if isinstance(model, GaussianProcessRegressor):
+            X = np.asarray(model.X_train_, dtype=np.float64)
+            y = (np.asarray(model.y_train_, dtype=np.float64).reshape(X.shape[0])
+                 * float(np.ravel(model._y_train_std)[0]) + float(np.ravel(model._y_train_mean)[0]))
+            return X, y, "training data: the Gaussian process's own (X_train_, y_train_)"
+        if isinstance(model, KernelRidge) and isinstance(getattr(model, "X_fit_", None),
+                                                         np.ndarray):
+            X = np.asarray(model.X_fit_, dtype=np.float64)
+            return X, _outputs(model, kind, X), ("training rows: the KernelRidge's own X_fit_, "
+                                                 "targets its predictions there (no y_train)")
+        return None, None, "needs the training data (X_train)"
+    X = check_array(X_train, "X_train")
+    if kind == "regressor" and y_train is not None:
+        y = np.asarray(y_train, dtype=np.float64).reshape(-1)
+        if y.shape[0] != X.shape[0] or not np.isfinite(y).all():
+            raise ValueError(f"y_train must be finite with one value per row of X_train; got "
+                             f"shape {np.shape(y_train)} for {X.shape[0]} rows.")
+        return X, y, None
+    return X, _outputs(model, kind, X), "targets: the original model's outputs on X_train"
+
+
+def compress_any(model, X_val, y_val=None, *, n_vectors=None, method="auto", X_train=None,
+                 y_train=None, random_state=None, n_init=5, max_iter=200, lam_grid=LAM_GRID,
+                 timing=False, **options):
+    """The best small model of a regressor, one-class SVM or kernel PCA at a budget.
+
+    Parameters
+    ----------
+    model : fitted KernelRidge, GaussianProcessRegressor, SVR, NuSVR, OneClassSVM or
+        sklearn.decomposition.KernelPCA
+    X_val : array-like of shape (n_val, n_features)
+        Validation rows: every choice (candidate, ``lam``) is made on them.
+    y_val : array-like of shape (n_val,), optional
+        Regressors: the targets (without them the candidates are judged by their
+        agreement with the original's predictions). ``None`` for the unsupervised models.
+    n_vectors : int, optional
+        Budget: kernel evaluations per prediction.
+    max_error_increase : float >= 0, optional
+        Tolerance (instead of ``n_vectors``): the smallest budget of 2, 4, 8, ... whose
+        best candidate's validation score is at most the original's times ``1 + tol``
+        (RMSE of a regressor) or the original's plus ``tol`` (disagreement, projection
+        error). Default :data:`DEFAULT_TOLERANCE` when neither is given.
+    method : "auto", str or list of str
+        ``"auto"``: :data:`ANY_METHODS`.
+    X_train, y_train : array-like, optional
+        Training data of the refit and the peers (a Gaussian process and a
+        ``KernelRidge`` carry their own training rows).
+    random_state : int or None
+    n_init, max_iter : int
+        Reduced-set construction settings.
+    lam_grid : sequence of float
+        Ridge parameters tried on validation.
+    timing : bool, default=False
+        Record each candidate's build seconds in the report (else NaN: no clock is read).
+    **options
+        The classifier search's other options: ``time_limit``,
+        ``cv`` (no validation data), ``screen``, ``n_jobs`` are refused here with the
+        reason when given a non-default value; ``shared`` and ``verbose`` are ignored.
+
+    Returns
+    -------
+    ExpansionRegressor, ExpansionOutlierDetector or ExpansionTransformer
+        With ``compress_report_``: ``rows`` (one per candidate: ``method``, ``variant``,
+        ``budget``, ``n_vectors``, ``val_error`` (the selection criterion: RMSE,
+        1 - agreement, projection error), ``agreement``, ``seconds``, ``status``,
+        ``reason`` and the metrics ``rmse``, ``r2``, ``auc``, ``projection_error`` that
+        apply), ``chosen``, ``full_error``, ``full_n_vectors``, ``metric`` and ``messages``.
+    """
+    owner = "compress"
+    kind = model_kind(model)
+    tol = options.pop("max_error_increase", None)
+    _refuse_options(kind, options)
+    if n_vectors is not None and tol is not None:
+        raise ValueError(f"{owner}: give a budget (n_vectors) or a tolerance "
+                         "(max_error_increase), not both.")
+    if n_vectors is None:
+        tol = DEFAULT_TOLERANCE if tol is None else check_scalar(
+            tol, "max_error_increase", owner, lower=0.0)
+    if X_val is None:
+        raise ValueError(f"compress of a {kind} needs validation rows X_val (choices by "
+                         "cross-validation inside X_train are implemented for classifiers only).")
+    m = None if n_vectors is None else check_scalar(n_vectors, "n_vectors", owner, kind="int",
+                                                    lower=1)
+    methods = list(ANY_METHODS) if method == "auto" else (
+        [method] if isinstance(method, str) else list(method))
+    unknown = [mm for mm in methods if mm not in ANY_METHODS]
+    if unknown:
+        raise ValueError(f"Unknown method(s) {unknown} for a {kind}; known: {list(ANY_METHODS)}.")
+    if kind != "regressor" and y_val is not None:
+        raise ValueError(f"y_val must be None for a {kind}: the validation rows alone judge "
+                         "the candidates (against the original's outputs).")
+    X_val = check_array(X_val, "X_val")
+    if y_val is not None:
+        y_val = np.asarray(y_val, dtype=np.float64).reshape(-1)
+        if y_val.shape[0] != X_val.shape[0] or not np.isfinite(y_val).all():
+            raise ValueError("y_val must be finite with one value per row of X_val.")
+    from sklearn.gaussian_process import GaussianProcessRegressor
+
+    gpr = model if isinstance(model, GaussianProcessRegressor) else None
+    own = getattr(model, "expansions_", None)  # sparsekm's KernelPCA: eq. 36 with centring
+    psi = own if own is not None else expansion_from_estimator(model)
+    orig_val = _outputs(model, kind, X_val)
+    full_error, _, full_extra = _metrics(kind, orig_val, orig_val, y_val)
+    seed = 0 if random_state is None else int(np.random.default_rng(random_state).integers(2**31))
+    X_fit, t_fit, note = _training(model, kind, X_train, y_train)
+    messages = [note] if note and X_fit is not None else []
+    # validation targets of the ridge grids: y_val, else the original's outputs
+    t_val = y_val if y_val is not None else orig_val
+    grid = sorted(set(float(v) for v in lam_grid) | _own_lams(model))
+    shared = psi.is_multioutput
+
+    def ridge(Z):
+        res = ridge_on_landmarks(psi.kernel, Z, X_fit, t_fit, lam=grid, X_val=X_val,
+                                 y_val=t_val, fit_intercept=True)
+        return res.expansion, f"lam={res.lam:g}"
+
+    def construct(m, name="construct"):
+        return reduce_expansion(psi, m, method=name, shared=shared, n_init=n_init,
+                                max_iter=max_iter, random_state=seed).expansion
+
+    def run_budget(m):
+        """Every candidate at budget ``m``: ``(rows, models)``."""
+        rows, models, reduced = [], [], {}
+
+        def add(name, build):
+            row = {"method": name, "variant": "", "budget": m, "n_vectors": 0,
+                   "val_error": float("nan"), "agreement": float("nan"),
+                   "seconds": float("nan"), "status": "ok", "reason": ""}
+            t0 = time.perf_counter() if timing else None
+            try:
+                out = build()
+            except (ValueError, TypeError, np.linalg.LinAlgError) as exc:
+                row.update(status="failed", reason=str(exc)[:200])
+                out = None
+            if timing:
+                row["seconds"] = time.perf_counter() - t0
+            if out is not None:
+                est, row["variant"] = out
+                row["n_vectors"] = int(est.expansion_.n_terms)
+                err, agree, extra = _metrics(kind, _outputs(est, kind, X_val), orig_val, y_val)
+                row.update(val_error=err, agreement=agree, **extra)
+            rows.append(row)
+            models.append(None if out is None else out[0])
+
+        if m >= psi.n_terms:
+            add("original", lambda: (_shell(kind, psi, gpr),
+                                     f"{psi.n_terms} terms within the budget"))
+        for name in ("construct", "construct+refine"):
+            if name in methods and m < psi.n_terms:
+                def build(name=name):
+                    reduced[name] = construct(m, name)
+                    return _shell(kind, reduced[name], gpr), ""
+                add(name, build)
+
+        def build_refit():
+            done = [r for r in rows if r["method"] in reduced and r["status"] == "ok"]
+            if done:
+                src = min(done, key=lambda r: r["val_error"])["method"]
+                Z = reduced[src].vectors
+            elif m >= psi.n_terms:
+                src, Z = "all", psi.vectors
+            else:  # refit asked for alone: its vectors from a construction
+                src, Z = "construct", construct(m).vectors
+            if gpr is not None and _has_variance_form(gpr):
+                est = ExpansionRegressor.from_gaussian_process(gpr, Z)
+                return est, f"{src} vectors, projected-process mean (lam={est.alpha_:g})"
+            expansion, text = ridge(Z)
+            return _shell(kind, expansion, gpr), f"{src} vectors, {text}"
+
+        def build_peer(how):
+            Z = nystroem_landmarks(X_fit, min(m, X_fit.shape[0]), method=how, random_state=seed)
+            expansion, text = ridge(Z)
+            return _shell(kind, expansion, gpr), text
+
+        for name, build in (("refit", build_refit),
+                            ("nystroem-uniform", lambda: build_peer("uniform")),
+                            ("nystroem-kmeans", lambda: build_peer("kmeans"))):
+            if name not in methods:
+                continue
+            if X_fit is None:
+                rows.append(_refused(name, m, note))
+                models.append(None)
+            else:
+                add(name, build)
+        return rows, models
+
+    def best_of(rows):
+        ok = [i for i, r in enumerate(rows) if r["status"] == "ok"
+              and np.isfinite(r["val_error"])]
+        if not ok:
+            return None
+        if kind == "one-class":  # agreement first, then the AUC
+            return min(ok, key=lambda i: (rows[i]["val_error"], -_nan_low(rows[i].get("auc"))))
+        return min(ok, key=lambda i: rows[i]["val_error"])
+
+    report = {"kind": kind, "selection": "validation", "full_error": float(full_error),
+              "full_n_vectors": int(psi.n_terms), "messages": messages,
+              **{f"full_{k}": v for k, v in full_extra.items()}}
+    if m is not None:
+        rows, models = run_budget(m)
+        chosen = best_of(rows)
+        report.update(mode="budget", budget=m)
+    else:
+        # tolerance: the smallest budget of 2, 4, 8, ... whose best candidate meets the target
+        target = full_error * (1.0 + tol) if kind == "regressor" else full_error + tol
+        report.update(mode="tolerance", target_error=float(target))
+        rows, models, chosen = [], [], None
+        b = 2
+        while chosen is None:
+            b = min(b, psi.n_terms)
+            rows_b, models_b = run_budget(b)
+            i = best_of(rows_b)
+            if i is not None and (rows_b[i]["val_error"] <= target or b >= psi.n_terms):
+                chosen = len(rows) + i
+                met = rows_b[i]["val_error"] <= target
+            rows += rows_b
+            models += models_b
+            b *= 2
+        report.update(budget=int(rows[chosen]["budget"]), met=bool(met))
+        if not met:
+            messages.append(f"no budget met the target {target:.4g}: the best at the full "
+                            "size is returned")
+    if chosen is None:
+        raise ValueError("compress: no candidate could be built: " + "; ".join(
+            f"{r['method']}: {r['reason']}" for r in rows))
+    rows[chosen]["status"] = "chosen"
+    best = models[chosen]
+    metric = {"regressor": "RMSE" if y_val is not None else "RMSE against the original",
+              "one-class": "1 - agreement of inlier calls", "kpca": "relative projection error"}
+    best.compress_report_ = CompressReport({**report, "metric": metric[kind],
+                                            "chosen": int(chosen), "rows": rows})
+    return best
+
+
+_DEFAULTS = {"max_error_increase": None, "time_limit": None, "cv": 3, "screen": True,
+             "n_jobs": None}
+_IGNORED = ("shared", "verbose")
+
+
+def _refuse_options(kind, options):
+    for name, value in options.items():
+        if name in _IGNORED:
+            continue
+        if name not in _DEFAULTS:
+            raise TypeError(f"compress() got an unexpected keyword argument {name!r}.")
+        if value is not None and value != _DEFAULTS[name]:
+            raise ValueError(f"compress: {name}={value!r} is implemented for classifiers "
+                             f"only; a {kind} is compressed at a budget, chosen on X_val.")
+
+
+def _has_variance_form(gpr):
+    """Whether the GP's projected-process form applies (one noise level, no constant term)."""
+    from ..interop import kernel_from_sklearn_gp
+
+    return np.size(gpr.alpha) == 1 and kernel_from_sklearn_gp(gpr.kernel_).constant == 0.0
+
+
+def _nan_low(v):
+    return -np.inf if v is None or not np.isfinite(v) else float(v)
+
+
+def _refused(name, m, reason):
+    return {"method": name, "variant": "", "budget": m, "n_vectors": 0,
+            "val_error": float("nan"), "agreement": float("nan"), "seconds": float("nan"),
+            "status": "refused", "reason": reason}
+
+
+def _own_lams(model):
+    """The original's own ridge parameter, where it has one (KernelRidge's alpha)."""
+    from sklearn.kernel_ridge import KernelRidge
+
+    if isinstance(model, KernelRidge) and np.ndim(model.alpha) == 0 and model.alpha > 0:
+        return {float(model.alpha)}
+    return set()
+

@@ -1,0 +1,218 @@
+"""compress's search (issue 39): deterministic without a clock, the same for every
+n_jobs, and a screening that never drops the candidate the full search would choose."""
+
+import time
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_blobs, make_moons
+from sklearn.svm import SVC
+
+import sparsekm
+from sparsekm.compress import AUTO_METHODS
+from sparsekm.compress._search import screen_margin
+
+
+@pytest.fixture(scope="module")
+def blobs():
+    X, y = make_blobs(600, centers=4, cluster_std=2.5, random_state=1)
+    ovo = SVC(C=1, gamma=0.2).fit(X[:200], y[:200])
+    return ovo, X[:200], y[:200], X[200:400], y[200:400]
+
+
+@pytest.fixture(scope="module")
+def moons():
+    X, y = make_moons(600, noise=0.25, random_state=0)
+    svc = SVC(C=10, gamma=1.0).fit(X[:200], y[:200])
+    return svc, X[:200], y[:200], X[200:400], y[200:400]
+
+
+def _call(data, **kw):
+    model, Xtr, ytr, Xv, yv = data
+    kw = {"n_vectors": 8, "random_state": 0, "n_init": 2, "max_iter": 50, **kw}
+    return sparsekm.compress(model, Xv, yv, X_train=Xtr, y_train=ytr, **kw)
+
+
+def _bytes(model):
+    """The fitted model as bytes: its expansion and decision rule."""
+    psi = model.expansion_
+    return b"".join(np.ascontiguousarray(a, dtype=np.float64).tobytes() for a in
+                    (psi.vectors, psi.coef, np.atleast_1d(psi.intercept))) + \
+        repr((model.scheme_, model.n_vectors_, model.classes_.tolist())).encode()
+
+
+def _saved(model, path):
+    """The saved file's members (the ZIP's own time stamps left out)."""
+    import zipfile
+
+    sparsekm.save(model, path)
+    with zipfile.ZipFile(path) as zf:
+        return {name: zf.read(name) for name in zf.namelist()}
+
+
+class _JumpingClock:
+    """Every read jumps by three hours; reads are counted."""
+
+    def __init__(self):
+        self.t, self.reads = 1e6, 0
+
+    def __call__(self):
+        self.reads += 1
+        self.t += 3 * 3600.0
+        return self.t
+
+
+def test_default_call_reads_no_clock_and_gives_the_same_model(blobs, monkeypatch, tmp_path):
+    """Without time_limit the search never reads a clock: under a fake clock that jumps
+    by hours at every read (were it read, any time-based rule would fire) it is never
+    called, and the model (and its saved file) is byte for byte the one of a normal run."""
+    reference = _call(blobs)
+    clock = _JumpingClock()
+    for name in ("perf_counter", "time", "monotonic", "process_time"):
+        monkeypatch.setattr(time, name, clock)
+    jumped = _call(blobs)
+    monkeypatch.undo()
+    assert clock.reads == 0
+    assert _bytes(jumped) == _bytes(reference)
+    assert _saved(jumped, tmp_path / "a.skm") == _saved(reference, tmp_path / "b.skm")
+    rows = jumped.compress_report_["rows"]
+    assert [r["method"] for r in rows][:len(AUTO_METHODS)] == list(AUTO_METHODS)
+    assert all(np.isnan(r["seconds"]) for r in rows)  # untimed unless asked
+    assert np.isnan(jumped.compress_report_["total_seconds"])
+
+
+def test_timing_is_reported_but_never_changes_the_model(blobs):
+    timed = _call(blobs, timing=True)
+    assert _bytes(timed) == _bytes(_call(blobs))
+    rep = timed.compress_report_
+    assert rep["total_seconds"] > 0
+    assert f"total time: {rep['total_seconds']:.1f} s" in rep.table()
+    ran = [r for r in rep["rows"] if r["status"] in ("ok", "chosen", "screened")]
+    assert ran and all(r["seconds"] >= 0 for r in ran)
+
+
+@pytest.mark.parametrize("which", ["blobs", "moons"])
+def test_n_jobs_1_and_2_give_the_same_model_and_report(which, request):
+    data = request.getfixturevalue(which)
+    one = _call(data, n_jobs=1)
+    two = _call(data, n_jobs=2)
+    assert _bytes(one) == _bytes(two)
+    assert one.compress_report_.table() == two.compress_report_.table()
+
+
+@pytest.mark.parametrize("which, n_vectors", [("blobs", 8), ("blobs", 16), ("moons", 8),
+                                              ("moons", 4)])
+def test_screening_never_drops_the_full_searchs_choice(which, n_vectors, request):
+    """The full search (every candidate in full, screen=False) and the screened one
+    choose the same candidate and the same model; the screened one finishes only
+    candidates within the margin of the best screening error."""
+    data = request.getfixturevalue(which)
+    full = _call(data, n_vectors=n_vectors, screen=False)
+    fast = _call(data, n_vectors=n_vectors)
+    assert fast.chosen_method_ == full.chosen_method_
+    assert _bytes(fast) == _bytes(full)
+    rows = fast.compress_report_["rows"]
+    assert all(r["status"] != "screened" for r in full.compress_report_["rows"])
+    for r in rows:
+        if r["status"] == "screened":
+            assert r["reason"].startswith("screening (")
+    n_eval = data[4].size
+    _check_screened(rows, n_eval)
+
+
+def _check_screened(rows, n_eval):
+    """Each screened row's reason holds: its error (the screening fit's) is more than the
+    margin above the best screening error, or, less the margin, no better than the full
+    fit of a candidate listed before it."""
+    by_method = {r["method"]: r for r in rows}
+    for k, r in enumerate(rows):
+        if r["status"] != "screened":
+            continue
+        if "above the best screening error" in r["reason"]:
+            best = float(r["reason"].split("best screening error ")[1].split(" %")[0]) / 100
+            assert r["val_error"] > best + screen_margin(best, n_eval) - 1e-4
+        else:
+            lead = r["reason"].split("cannot beat ")[1].split("'s ")[0]
+            margin = float(r["reason"].split("the margin ")[1].split(" %")[0]) / 100
+            L = by_method[lead]
+            assert L["status"] in ("ok", "chosen")
+            lb = max(0.0, r["val_error"] - margin)
+            assert lb > L["val_error"] - 1e-4
+            assert lb > L["val_error"] + 1e-9 or [x["method"] for x in rows].index(lead) < k
+
+
+def test_screening_on_the_digits_spends_full_fits_only_where_they_can_win():
+    """On the embedded digits the construction (fitted in full at once) already has no
+    validation error: a later candidate cannot beat it, so none of the costly fits (the
+    SLMCs, refine) runs in full; the result is the full search's."""
+    from sklearn.model_selection import train_test_split
+
+    from sparsekm import datasets
+
+    Xtr, ytr, _, _ = datasets.load_digits_default()
+    Xf, Xv, yf, yv = train_test_split(Xtr, ytr, test_size=0.15, stratify=ytr, random_state=0)
+    svc = SVC(C=10, gamma=1 / 32).fit(Xf, yf)
+    data = (svc, Xf, yf, Xv, yv)
+    kw = dict(n_vectors=60, n_init=1, max_iter=30)
+    fast = _call(data, **kw)
+    rows = fast.compress_report_["rows"]
+    status = {r["method"]: r["status"] for r in rows}
+    assert status["construct"] == "chosen" and rows[0]["val_error"] == 0.0
+    assert all(status[m] == "screened" for m in ("slmc", "slmc-peer", "uniform-svm"))
+    _check_screened(rows, yv.size)
+    full = _call(data, screen=False, **kw)
+    assert full.chosen_method_ == "construct" and _bytes(full) == _bytes(fast)
+
+
+def test_screening_keeps_a_costly_winner_on_a_case_with_a_known_answer():
+    """A constructed case: labels from a kernel machine on 6 centres, the original an
+    SVC with many support vectors, the budget 6. The direct methods on the training data
+    can recover the 6-centre machine; the full search's choice must survive screening."""
+    rng = np.random.default_rng(0)
+    centres = rng.normal(size=(6, 2)) * 2.0
+    X = rng.normal(size=(900, 2)) * 2.0
+    d = ((X[:, None, :] - centres[None]) ** 2).sum(-1)
+    y = (np.exp(-0.5 * d) @ np.array([1, -1, 1, -1, 1, -1.0]) > 0).astype(int)
+    svc = SVC(C=10, gamma=0.5).fit(X[:300], y[:300])
+    data = (svc, X[:300], y[:300], X[300:600], y[300:600])
+    full = _call(data, n_vectors=6, screen=False)
+    fast = _call(data, n_vectors=6)
+    assert fast.chosen_method_ == full.chosen_method_
+    assert _bytes(fast) == _bytes(full)
+    # the answer is known: a 6-vector machine that matches the labelling rule closely
+    assert np.mean(fast.predict(X[600:]) != y[600:]) < 0.1
+
+
+def test_screen_margin_is_two_standard_errors_or_half_a_point():
+    np.testing.assert_allclose(screen_margin(0.2, 100), 2 * np.sqrt(0.2 * 0.8 / 100))
+    assert screen_margin(0.0, 100) == 0.005
+    assert screen_margin(0.01, 10**6) == 0.005
+
+
+def test_a_dask_client_gives_the_same_model(blobs):
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster, set_as_default=False) as client:
+        on_dask = _call(blobs, client=client)
+    assert _bytes(on_dask) == _bytes(_call(blobs))
+    with pytest.raises(TypeError, match="'client' parameter of compress"):
+        _call(blobs, client="localhost:8786")
+
+
+def test_a_candidate_that_fails_does_not_sink_the_search(blobs, monkeypatch):
+    """A candidate raising at its screening fit (here the uniform-subset SVM, screened on
+    this problem) is reported as failed; the others are screened, finished and chosen as
+    usual (the search crashed on such a failure: bench_many_classes)."""
+    import importlib
+
+    cc = importlib.import_module("sparsekm.compress._candidates")
+
+    def broken(self, *a, **k):
+        raise RuntimeError("broken on purpose")
+    monkeypatch.setattr(cc.UniformSVM, "build", broken)
+    small = _call(blobs)
+    rows = {r["method"]: r for r in small.compress_report_["rows"]}
+    assert rows["uniform-svm"]["status"] == "failed"
+    assert rows["uniform-svm"]["reason"] == "RuntimeError: broken on purpose"
+    assert small.chosen_method_ != "uniform-svm"
