@@ -170,7 +170,7 @@ def test_bench_edge_quick(tmp_path):
         assert r["c_labels_identical"] and r["c_us_per_row"] > 0
     assert row["python_fused_us_per_row"] > 0 and row["onnx_f32_us_per_row_same_vectors"] > 0
     assert "digits_int8_loses_at_most_0.2_points" in res["targets"]
-    assert res["provenance_start"]["numpy_cpu_features"]
+    assert res["provenance_start"]["numpy_cpu_features"] and res["provenance"]["commit"]
 
 
 def test_compress_budget_refuses_regressors(data):
