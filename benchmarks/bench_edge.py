@@ -21,15 +21,14 @@ For digits (embedded) and USPS (when its files are found) and byte budgets of 16
 * float32 ONNX Runtime per-row time (one thread, median over single-row calls) of
   the 64 KB model, against its C.
 
-Writes ``benchmarks/results/edge.json`` with the commit, BLAS kernel, numpy's CPU
-features and the load. Run: ``python benchmarks/bench_edge.py [--quick]``.
+Writes ``benchmarks/results/edge.json`` through ``write_results`` (commit, BLAS
+kernel, numpy's CPU features, load at the end) with the same stamp at the start. Run: ``python benchmarks/bench_edge.py [--quick]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -40,7 +39,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _benchutil import machine  # noqa: E402
+from _benchutil import write_results  # noqa: E402
 
 BUDGETS_KB = (16, 64, 256)
 QUICK_BUDGETS_KB = (8,)
@@ -55,36 +54,15 @@ OUT = Path(__file__).resolve().parent / "results" / "edge.json"
 
 
 def provenance():
-    from threadpoolctl import threadpool_info
-
-    root = Path(__file__).resolve().parents[1]
-    try:
-        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"],
-                                capture_output=True, text=True, check=True).stdout.strip()
-        dirty = bool(subprocess.run(["git", "-C", str(root), "status", "--porcelain",
-                                     "--untracked-files=no"], capture_output=True,
-                                    text=True).stdout.strip())
-    except (OSError, subprocess.CalledProcessError):
-        commit, dirty = None, None
-    try:
-        from numpy._core._multiarray_umath import __cpu_features__
-    except ImportError:  # numpy < 2
-        from numpy.core._multiarray_umath import __cpu_features__
-    import sklearn
-
-    import sparsekm
+    """The shared provenance stamp (commit, versions, BLAS kernel, CPU features, load)
+    and the C compiler's version."""
+    from sparsekm._provenance import stamp
 
     cc = shutil.which("cc") or shutil.which("gcc")
-    cc_version = subprocess.run([cc, "--version"], capture_output=True, text=True
-                                ).stdout.splitlines()[0] if cc else None
-    return {"commit": commit, "dirty": dirty, "numpy": np.__version__,
-            "sklearn": sklearn.__version__, "sparsekm": sparsekm.__version__,
-            "cc": cc_version,
-            "blas_kernel": [{k: p.get(k) for k in ("internal_api", "version", "architecture",
-                                                   "threading_layer")}
-                            for p in threadpool_info() if p.get("user_api") == "blas"],
-            "numpy_cpu_features": sorted(k for k, v in __cpu_features__.items() if v),
-            **machine()}
+    out = stamp()
+    out["cc"] = subprocess.run([cc, "--version"], capture_output=True, text=True
+                               ).stdout.splitlines()[0] if cc else None
+    return out
 
 
 def datasets(quick):
@@ -303,9 +281,8 @@ def main(argv=None):
     with threadpool_limits(1):
         for name, gamma, Xtr, ytr, Xte, yte in datasets(args.quick):
             res["datasets"][name] = run_dataset(name, gamma, Xtr, ytr, Xte, yte, args.quick)
-    res["load_average_end"] = [round(v, 2) for v in os.getloadavg()]
     res["targets"] = targets(res)
-    Path(args.out).write_text(json.dumps(res, indent=1) + "\n")
+    write_results(args.out, res)  # adds the end's stamp (load at the end) as "provenance"
     print(json.dumps(res["targets"], indent=1))
     return 0
 

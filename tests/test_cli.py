@@ -834,6 +834,9 @@ def test_export_c_does_not_replace_an_existing_header_without_force(binary_svc, 
     assert main([*argv, "--force"]) == 0
     assert (d / "edge.c").exists()
     assert (d / "edge.h").read_bytes() != b"precious"
+    # -o naming the header itself: refused (the source would replace it), --force or not
+    assert main([*argv[:-1], str(d / "edge.h"), "--force"]) == 1
+    assert "give the .c file" in _error_line(capsys.readouterr().err)
 
 
 def test_a_command_never_replaces_its_own_input(binary_svc, capsys):

@@ -12,7 +12,6 @@ from sklearn.svm import SVC
 
 from sparsekm.c_export import to_c
 from sparsekm.deploy import (
-    compress_to_budget,
     deployed_bytes,
     macs_per_row,
     model_bytes,
@@ -115,7 +114,8 @@ def test_plan_budget_this_machine_is_measured():
 
 
 @pytest.mark.filterwarnings("ignore:compress:UserWarning")
-def test_compress_to_budget_picks_on_validation(data):
+def test_compress_with_a_byte_budget_picks_on_validation(data, tmp_path):
+    import sparsekm
     from sparsekm.c_export import deployed_model
 
     X, y = data
@@ -123,17 +123,30 @@ def test_compress_to_budget_picks_on_validation(data):
 
     svc = OneVsRestClassifier(SVC(C=10, gamma=0.5)).fit(X[:150], y[:150])
     Xv, yv = X[150:], y[150:]
-    clf, rep = compress_to_budget(
-        svc, Xv, yv, max_bytes=6 * 1024, method="construct", random_state=0)
-    p = rep["precision"]
-    assert model_bytes(clf, p)["total"] == rep["bytes"] <= 6 * 1024
-    assert clf.n_vectors_ == rep["n_vectors"]
-    errs = {q: c["val_error"] for q, c in rep["candidates"].items()}
+    clf = sparsekm.compress(svc, Xv, yv, max_bytes=6 * 1024, method="construct",
+                            random_state=0)
+    rep = clf.compress_report_
+    p = rep["deploy_precision"]
+    assert model_bytes(clf, p)["total"] == rep["deploy_bytes"] <= 6 * 1024
+    assert clf.n_vectors_ == rep["deploy_n_vectors"]
+    assert len(rep["deploy_conversion"]) == len(rep["deploy_candidates"]) == 3
+    # the pick: the lowest validation error as stored, recomputed for every precision
+    errs = {}
+    for q in ("float32", "float16", "int8"):
+        n = plan_budget(64, 10, "ovr", max_bytes=6 * 1024, precision=q,
+                        class_labels=svc.classes_)[q]["n_vectors"]
+        other = sparsekm.compress(svc, Xv, yv, n_vectors=n, method="construct",
+                                  random_state=0)
+        errs[q] = np.mean(deployed_model(other, q).predict(Xv) != yv)
     assert errs[p] == min(errs.values())
-    assert errs[p] == np.mean(deployed_model(clf, p).predict(Xv) != yv)
-    # int8 fits the most vectors: 64 + 4 * 10 + 4 bytes each
-    assert rep["candidates"]["int8"]["n_vectors"] > rep["candidates"]["float32"]["n_vectors"]
-    assert len(rep["conversion"]) == 3
+    assert f"{100 * errs[p]:.2f} %" in " ".join(rep["deploy_candidates"])
+    # the report round-trips through a file
+    sparsekm.save(clf, tmp_path / "m.skm")
+    assert sparsekm.load(tmp_path / "m.skm").compress_report_["deploy_precision"] == p
+    with pytest.raises(ValueError, match="replaces n_vectors"):
+        sparsekm.compress(svc, Xv, yv, max_bytes=6 * 1024, n_vectors=5)
+    with pytest.raises(ValueError, match="X_val and y_val"):
+        sparsekm.compress(svc, max_bytes=6 * 1024, X_train=X[:150], y_train=y[:150])
 
 
 @needs_cc
@@ -157,4 +170,15 @@ def test_bench_edge_quick(tmp_path):
         assert r["c_labels_identical"] and r["c_us_per_row"] > 0
     assert row["python_fused_us_per_row"] > 0 and row["onnx_f32_us_per_row_same_vectors"] > 0
     assert "digits_int8_loses_at_most_0.2_points" in res["targets"]
-    assert res["provenance_start"]["numpy_cpu_features"]
+    assert res["provenance_start"]["numpy_cpu_features"] and res["provenance"]["commit"]
+
+
+def test_compress_budget_refuses_regressors(data):
+    from sklearn.svm import SVR
+
+    import sparsekm
+
+    X, y = data
+    svr = SVR(gamma=0.5).fit(X[:150], y[:150].astype(float))
+    with pytest.raises(ValueError, match="for classifiers"):
+        sparsekm.compress(svr, X[150:], y[150:].astype(float), max_bytes=4096)

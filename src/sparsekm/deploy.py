@@ -19,7 +19,8 @@ and ``max_latency_us`` for each precision. Latency comes from a stated cost mode
 (``latency_target="cost model"``: ``macs_per_us`` multiply-adds per microsecond,
 default 100, a 100 MHz microcontroller at one multiply-add per cycle) or from the
 generated C code compiled and timed on this machine (``"this machine"``; reads a
-clock, so it is never a default).
+clock, so it is never a default). ``sparsekm.compress(..., max_bytes=...,
+max_latency_us=...)`` uses it to search size and precision together.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import numpy as np
 
 from .quantize import PRECISIONS, storage_bytes
 
-__all__ = ["deployed_bytes", "model_bytes", "macs_per_row", "plan_budget", "compress_to_budget",
+__all__ = ["deployed_bytes", "model_bytes", "macs_per_row", "plan_budget",
            "measure_c_latency", "LATENCY_TARGETS"]
 
 LATENCY_TARGETS = ("cost model", "this machine")
@@ -260,76 +261,3 @@ def _latency_model(n_features, n_outputs, precision, scales, target, macs_per_us
     t2 = measure_c_latency(n_features, n_outputs, n2, precision, scales=scales)
     b = max((t2 - t1) / (n2 - n1), 1e-9)
     return max(t1 - b * n1, 0.0), b
-
-
-def compress_to_budget(model, X_val, y_val, *, max_bytes=None, max_latency_us=None,
-                       latency_target="cost model", precision=PRECISIONS, scales="per-vector",
-                       macs_per_us=100.0, **compress_kw):
-    """:func:`sparsekm.compress` within a budget of bytes and/or microseconds per row.
-
-    The budget becomes the largest ``n_vectors`` per precision (:func:`plan_budget`,
-    with the model's features, outputs and class labels), the model is compressed to
-    each distinct size, and the (size, precision) pair with the lowest error on the
-    validation data, stored as the C file would store it
-    (:func:`sparsekm.c_export.deployed_model`), is returned (ties: fewer bytes).
-
-    Parameters
-    ----------
-    model : fitted classifier
-        What :func:`sparsekm.compress` accepts and :func:`sparsekm.c_export.to_c`
-        exports.
-    X_val, y_val : array-like
-        Validation data (never the test set): every choice is made on it.
-    max_bytes, max_latency_us, latency_target, macs_per_us, scales
-        See :func:`plan_budget`.
-    precision : str or tuple of str, default=("float32", "float16", "int8")
-        The precisions searched.
-    **compress_kw
-        Passed to :func:`sparsekm.compress` (e.g. ``method``, ``random_state``,
-        ``X_train``/``y_train``).
-
-    Returns
-    -------
-    model : the compressed classifier
-    report : dict
-        ``precision``, ``n_vectors``, ``bytes``, ``latency_us`` of the pick,
-        ``conversion`` (the budget's arithmetic, from :func:`plan_budget`) and
-        ``candidates`` (validation error, bytes and size of every precision).
-
-    Raises
-    ------
-    ValueError
-        Without a budget, or when no precision fits a single vector.
-    """
-    from .c_export import c_parts, deployed_model
-    from .compress import compress
-
-    parts = c_parts(model)
-    exp = parts.expansion
-    precisions = (precision,) if isinstance(precision, str) else tuple(precision)
-    plan = plan_budget(exp.n_features, exp.n_outputs, parts.head["kind"], max_bytes=max_bytes,
-                       max_latency_us=max_latency_us, precision=precisions, scales=scales,
-                       latency_target=latency_target, macs_per_us=macs_per_us,
-                       n_scaler_steps=len(parts.steps), class_labels=parts.classes,
-                       max_vectors=exp.n_terms)
-    y_val = np.asarray(y_val)
-    built, candidates = {}, {}
-    for p in precisions:
-        n = plan[p]["n_vectors"]
-        if n == 0:
-            continue
-        if n not in built:
-            built[n] = compress(model, X_val, y_val, n_vectors=n, **compress_kw)
-        dep = deployed_model(built[n], p, scales=scales)
-        candidates[p] = {"n_vectors": n, "bytes": plan[p]["bytes"],
-                         "latency_us": plan[p]["latency_us"],
-                         "val_error": float(np.mean(dep.predict(X_val) != y_val))}
-    if not candidates:
-        raise ValueError("No precision fits one expansion vector within the budget: "
-                         + "; ".join(plan["conversion"]))
-    pick = min(candidates, key=lambda p: (candidates[p]["val_error"], candidates[p]["bytes"]))
-    c = candidates[pick]
-    report = {"precision": pick, "n_vectors": c["n_vectors"], "bytes": c["bytes"],
-              "latency_us": c["latency_us"], "latency_target": latency_target,
-              "conversion": plan["conversion"], "candidates": candidates}
-    return built[c["n_vectors"]], report

@@ -378,7 +378,8 @@ def _fidelity_words(f):
 def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increase=None,
              method="auto", X_train=None, y_train=None, time_limit=None, random_state=None,
              shared=True, cv=DEFAULT_CV, n_init=5, max_iter=200, screen=True, n_jobs=None,
-             client=None, timing=False, verbose=False):
+             client=None, timing=False, verbose=False, max_bytes=None, max_latency_us=None,
+             latency_target="cost model", precision=None):
     """The best small classifier for a budget, or the smallest within a tolerance.
 
     Tries several ways to make a kernel classifier cheap -- reduced sets of the
@@ -471,6 +472,23 @@ def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increas
         same byte for byte).
     verbose : bool, default=False
         A progress display per stage and candidate, and a line per candidate.
+    max_bytes : int, optional
+        Budget in bytes of the deployed form (vectors, scales, coefficients,
+        thresholds, class labels as :func:`sparsekm.c_export.to_c` stores them; see
+        :func:`sparsekm.deploy.plan_budget`), for classifiers. Instead of
+        ``n_vectors``: each storage precision's largest ``n_vectors`` is built, and
+        the (size, precision) pair with the lowest validation error as stored is
+        returned (ties: fewer bytes). Needs ``X_val, y_val``. The report's
+        ``deploy_*`` entries give the precision, the conversion and every
+        precision's result.
+    max_latency_us : float, optional
+        Budget in microseconds per row, with or instead of ``max_bytes``.
+    latency_target : {"cost model", "this machine"}, default="cost model"
+        How latency is computed (:func:`sparsekm.deploy.plan_budget`); "this machine"
+        compiles and times the C code (reads a clock).
+    precision : str or tuple of str, default=None
+        The storage precisions searched with a byte/latency budget (default
+        float32, float16, int8).
 
     Returns
     -------
@@ -519,6 +537,16 @@ def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increas
     True
     """
     owner = "compress"
+    if max_bytes is not None or max_latency_us is not None:  # issue 37
+        from ._budget import compress_within_budget
+
+        return compress_within_budget(
+            compress, model, X_val, y_val, n_vectors=n_vectors,
+            max_error_increase=max_error_increase, max_bytes=max_bytes,
+            max_latency_us=max_latency_us, latency_target=latency_target, precision=precision,
+            method=method, X_train=X_train, y_train=y_train, time_limit=time_limit,
+            random_state=random_state, shared=shared, cv=cv, n_init=n_init, max_iter=max_iter,
+            screen=screen, n_jobs=n_jobs, client=client, timing=timing, verbose=verbose)
     if is_any_model(model):  # a regressor, one-class SVM or kernel PCA (issue 36)
         return compress_any(model, X_val, y_val, n_vectors=n_vectors, method=method,
                             X_train=X_train, y_train=y_train, random_state=random_state,

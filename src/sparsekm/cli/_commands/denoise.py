@@ -37,7 +37,7 @@ def cmd_denoise(args):
             "one of them"))
     check_output_path(args.output, "--output")
     check_save_target(args.output, args.force, inputs=(args.train, args.input),
-                       option="--output")
+                      option="--output")
     X = _load_matrix(args.train, "--train")
     N = _load_matrix(args.input, "--input")
     if args.gamma is not None:

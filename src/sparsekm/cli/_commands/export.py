@@ -10,11 +10,14 @@ from .._options import add_command, add_force_option, add_key_file_option
 
 def cmd_export(args):
     check_save_target(args.output, args.force, inputs=(args.model, args.key_file))
-    if args.format == "c":  # export_c writes the header beside the source
+    if args.format == "c":  # the header is written beside it: the same rule for it
+        if Path(args.output).suffix == ".h":
+            raise CLIError(f"-o {args.output}: give the .c file to write (its header is "
+                           "written beside it, with the suffix .h)")
         check_save_target(Path(args.output).with_suffix(".h"), args.force,
-                           inputs=(args.model, args.key_file), option="the header of -o")
+                          inputs=(args.model, args.key_file))
     model = load_sparsekm_file(args.model, key=read_key_file(args.key_file),
-                                require_key=args.require_key)
+                               require_key=args.require_key)
     if args.format == "c":
         return _export_c(args, model)
     if args.name != "model" or args.precision != "float32" or args.scales != "per-vector":

@@ -64,9 +64,9 @@ def cmd_predict(args):
     if args.output:
         check_output_path(args.output)
         check_save_target(args.output, args.force,
-                           inputs=(args.model, args.data, args.key_file))
+                          inputs=(args.model, args.data, args.key_file))
     model = load_sparsekm_file(args.model, key=read_key_file(args.key_file),
-                                require_key=args.require_key)
+                               require_key=args.require_key)
     kind = _model_kind(model)
     if kind is None:
         raise CLIError(f"{args.model} holds a {type(model).__name__}, which cannot predict; "

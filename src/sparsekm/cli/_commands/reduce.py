@@ -129,19 +129,19 @@ def cmd_reduce(args):
 
     # the own-input and existing-file refusals hold for both ways of reducing
     check_save_target(args.output, args.force,
-                       inputs=(args.model, args.validation, args.train, args.key_file))
+                      inputs=(args.model, args.validation, args.train, args.key_file))
     if args.max_error_increase is not None or args.validation or args.train:
         return cmd_reduce_compress(args)
     if args.n_vectors is None:
         raise SystemExit(usage_error("reduce needs -n/--n-vectors (or --max-error-increase "
-                                      "with --validation to search the size)"))
+                                     "with --validation to search the size)"))
     if args.plot:
         raise SystemExit(usage_error("--plot applies with --validation/--train (the "
-                                      "candidates' report); without them there is no curve"))
+                                     "candidates' report); without them there is no curve"))
     if args.time_limit is not None:
         raise SystemExit(usage_error("--time-limit applies with --validation/--train (it "
-                                      "stops the search over candidates); without them one "
-                                      "method runs"))
+                                     "stops the search over candidates); without them one "
+                                     "method runs"))
     if args.method in COMPRESS_ONLY_METHODS:
         raise SystemExit(usage_error(
             f"--method {args.method} needs data to choose or train on: give --validation "
@@ -275,14 +275,14 @@ def cmd_reduce_compress(args):
 
     if args.n_vectors is not None and args.max_error_increase is not None:
         raise SystemExit(usage_error("give -n N (a budget) or --max-error-increase TOL (a "
-                                      "tolerance), not both"))
+                                     "tolerance), not both"))
     if args.per_class:
         raise SystemExit(usage_error(
             "--per-class applies to -n without --validation/--train: with them, the budget "
             "counts the vectors of all classes together and multi-class models share one set"))
     if args.max_error_increase is not None and not (args.validation or args.train):
         raise SystemExit(usage_error("--max-error-increase needs --validation VAL and/or "
-                                      "--train TRAIN (rows with the class label last)"))
+                                     "--train TRAIN (rows with the class label last)"))
     method = args.method or "auto"
     check_save_target(args.output, args.force)
     plot = args.plot or str(Path(args.output).with_suffix(".png"))

@@ -74,7 +74,7 @@ def cmd_reproduce(args):
     unknown = [n for n in names if n not in registry]
     if unknown:
         raise SystemExit(usage_error(f"unknown reproduction(s): {', '.join(unknown)}; "
-                                      f"run 'sparsekm reproduce list'"))
+                                     f"run 'sparsekm reproduce list'"))
     skipped = [n for n in names if registry[n].slow] if args.skip_slow else []
     names = [n for n in names if n not in skipped]
     out, results_path = _reproduce_paths(args, run_all_names)
@@ -96,7 +96,7 @@ def cmd_reproduce(args):
         bad = [d for d in datasets if d not in COLUMNS]
         if bad:
             raise SystemExit(usage_error(f"unknown data set(s) for --datasets: "
-                                          f"{', '.join(bad)}; choose from {', '.join(COLUMNS)}"))
+                                         f"{', '.join(bad)}; choose from {', '.join(COLUMNS)}"))
     cache = args.cache
     if cache is None:
         repo_cache = (_CHECKOUT / "benchmarks" / "results"
