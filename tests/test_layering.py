@@ -120,3 +120,22 @@ def test_foundation_does_not_import_up(low, high):
     assert high not in names and not any(n.startswith(high + ".") for n in names)
     if high == "sparsekm.__init__":  # ``from . import __version__`` names the package
         assert "sparsekm.__version__" not in names
+
+
+def test_a_hook_without_its_provider_names_the_module_to_import():
+    from sparsekm.utils.hooks import Hook
+
+    hook = Hook("X.from_estimator", "sparsekm.interop")
+    with pytest.raises(TypeError, match="import sparsekm.interop"):
+        hook(object())
+    assert hook.register(len) is len
+    assert hook([1, 2, 3]) == 3
+    with pytest.raises(TypeError, match="callable"):
+        hook.register(3)
+
+
+def test_lower_layers_reach_interop_through_its_registered_converters():
+    from sparsekm import expansion, interop, multiclass
+
+    assert expansion.estimator_to_expansion._fn is interop.expansion_from_estimator
+    assert multiclass.estimator_to_classifier._fn is interop.classifier_from_estimator
