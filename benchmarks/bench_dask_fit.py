@@ -3,7 +3,7 @@
 Franc & Hlaváč's training-set approximation (Algorithm 1, greedy basis of ``m``
 vectors) and the linear SVM on it (squared-hinge primal, L-BFGS), run over the row
 partitions of a ``dask.array`` on a ``LocalCluster`` of 2 worker processes x 1
-thread with a 1 GiB memory limit each (``sparsekm.approx.distributed``).
+thread with a 1 GiB memory limit each (``sparsekm.approx.dask_fits``).
 
 Data: ringnorm's generator (Breiman 1996) with 20 features: class +1 ~ N(0, 4 I),
 class -1 ~ N(a, I), a = 2 / sqrt(20), equal priors. Each chunk of rows (and its

@@ -15,13 +15,17 @@ da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 
 from sparsekm.approx import GreedyBasis  # noqa: E402
-from sparsekm.approx.distributed import (  # noqa: E402
-    fit_approx_svc,
-    get_client,
-    greedy_basis_distributed,
-)
+from sparsekm.approx.dask_cluster import get_client  # noqa: E402
+from sparsekm.approx.dask_fits import approx_svc_fit_distributed  # noqa: E402
+from sparsekm.approx.greedy_distributed import greedy_basis_distributed  # noqa: E402
 from sparsekm.kernels import RBF  # noqa: E402
 from sparsekm.models import ApproxKFD, ApproxSVC, KernelFisherDiscriminant, KernelPCA  # noqa: E402
+
+
+def fit_approx_svc(est, X, y, C, **kw):
+    """ApproxSVC's dask fit with explicit solver settings, as ``fit`` takes its result."""
+    return est._set_distributed_fit(approx_svc_fit_distributed(est, X, y, C, **kw))
+
 
 
 @pytest.fixture(scope="module")
@@ -246,7 +250,7 @@ _STATE_70 = 70 * (8 * (3 + 12 + 2) + 8)
 def test_cache_plan_keeps_what_the_budget_holds(dask_client):
     import dask
 
-    from sparsekm.approx.distributed import cache_budgets, plan_cache
+    from sparsekm.approx.dask_cluster import cache_budgets, plan_cache
 
     sizes = [100.0] * 7
     with dask.config.set({"sparsekm.cache-bytes": 250}):

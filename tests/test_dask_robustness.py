@@ -21,11 +21,18 @@ dask = pytest.importorskip("dask")
 
 import sparsekm  # noqa: E402
 from sparsekm.approx import GreedyBasis  # noqa: E402
-from sparsekm.approx.distributed import fit_approx_svc, greedy_basis_distributed  # noqa: E402
+from sparsekm.approx.dask_fits import approx_svc_fit_distributed  # noqa: E402
+from sparsekm.approx.greedy_distributed import greedy_basis_distributed  # noqa: E402
 from sparsekm.kernels import RBF, Polynomial  # noqa: E402
 from sparsekm.models import ApproxKFD, ApproxSVC, KernelPCA  # noqa: E402
 from sparsekm.reduced_set import reduce_expansion  # noqa: E402
 from sparsekm.reduced_set.distributed import DaskExpansion  # noqa: E402
+
+
+def fit_approx_svc(est, X, y, C, **kw):
+    """ApproxSVC's dask fit with explicit solver settings, as ``fit`` takes its result."""
+    return est._set_distributed_fit(approx_svc_fit_distributed(est, X, y, C, **kw))
+
 
 
 @pytest.fixture(scope="module")

@@ -30,12 +30,18 @@ distributed = pytest.importorskip("distributed")
 dask = pytest.importorskip("dask")
 
 from sparsekm.approx import GreedyBasis  # noqa: E402
-from sparsekm.approx.distributed import fit_approx_svc, greedy_basis_distributed  # noqa: E402
+from sparsekm.approx.dask_fits import approx_svc_fit_distributed  # noqa: E402
+from sparsekm.approx.greedy_distributed import greedy_basis_distributed  # noqa: E402
 from sparsekm.kernels import RBF  # noqa: E402
 from sparsekm.models import ApproxSVC  # noqa: E402
 
 #: A fit that has not ended this long after a worker died is a hang.
 DEADLINE = 150.0
+
+def fit_approx_svc(est, X, y, C, **kw):
+    """ApproxSVC's dask fit with explicit solver settings, as ``fit`` takes its result."""
+    return est._set_distributed_fit(approx_svc_fit_distributed(est, X, y, C, **kw))
+
 
 
 @pytest.fixture

@@ -1,7 +1,9 @@
-"""Layers stay one-way: kernels/backend -> expansion -> solvers -> models -> compress/cli/reproduce.
+"""Layers stay one-way: foundation -> kernels -> expansion -> io -> solvers -> models ->
+applications (``tools/architecture.py`` declares the floors; ``docs/architecture.md``).
 
-Parses the imports of every solver module (no import is executed) and fails on an
-import of a higher layer, whether at module level or inside a function.
+Parses the imports of every module (nothing is executed), at module level and inside
+functions, and fails on an import of a higher floor, on any import circle and on a module
+placed on no floor.
 """
 
 import ast
@@ -120,3 +122,86 @@ def test_foundation_does_not_import_up(low, high):
     assert high not in names and not any(n.startswith(high + ".") for n in names)
     if high == "sparsekm.__init__":  # ``from . import __version__`` names the package
         assert "sparsekm.__version__" not in names
+
+
+def test_a_hook_without_its_provider_names_the_module_to_import():
+    from sparsekm.utils.hooks import Hook
+
+    hook = Hook("X.from_estimator", "sparsekm.interop")
+    with pytest.raises(TypeError, match="import sparsekm.interop"):
+        hook(object())
+    assert hook.register(len) is len
+    assert hook([1, 2, 3]) == 3
+    with pytest.raises(TypeError, match="callable"):
+        hook.register(3)
+
+
+def test_lower_layers_reach_interop_through_its_registered_converters():
+    from sparsekm import expansion, interop, multiclass
+
+    assert expansion.estimator_to_expansion._fn is interop.expansion_from_estimator
+    assert multiclass.estimator_to_classifier._fn is interop.classifier_from_estimator
+
+
+# -- every module against the declared floors (tools/architecture.py) -----------------------
+def _architecture():
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "tools" / "architecture.py"
+    spec = importlib.util.spec_from_file_location("_sparsekm_architecture", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+ARCH = _architecture()
+MODULES, EDGES = ARCH.graph()
+
+
+def test_every_module_is_on_a_declared_floor():
+    assert len(MODULES) > 60
+    assert [m for m in MODULES if ARCH.floor(m) is None] == []
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_import_goes_up_the_floors(module):
+    here = ARCH.floor(module)
+    up = [f"{target} (floor {ARCH.LAYERS[ARCH.floor(target)][0]}, lines "
+          f"{sorted({line for line, _ in uses})})"
+          for (a, target), uses in EDGES.items() if a == module and ARCH.floor(target) > here]
+    assert up == [], f"{module} (floor {ARCH.LAYERS[here][0]}) imports up: {up}"
+
+
+def test_no_import_circle():
+    assert ARCH.cycles(MODULES, EDGES) == []
+
+
+def test_the_checker_sees_imports_inside_functions():
+    # a solver-floor module importing compress inside a function is an arrow up
+    fake = ARCH.SRC / "approx" / "probe.py"
+    source = "import numpy\n\ndef f():\n    from ..compress import compress\n    return compress\n"
+    found = ARCH.imports(fake, MODULES, source=source)
+    assert [(line, target) for line, target, _ in found] == [(4, "compress")]
+    assert ARCH.floor("compress") > ARCH.floor("approx.probe")
+
+
+def test_the_checker_finds_a_circle():
+    modules = {"a": None, "b": None, "c": None}
+    assert ARCH.cycles(modules, {("a", "b"): [], ("b", "c"): [], ("c", "a"): []}) == [
+        ["a", "b", "c"]]
+    assert ARCH.cycles(modules, {("a", "b"): [], ("b", "c"): []}) == []
+
+
+def test_approx_distributed_is_a_deprecated_alias_of_the_split_modules():
+    import importlib
+    import sys
+
+    pytest.importorskip("dask")
+    sys.modules.pop("sparsekm.approx.distributed", None)
+    with pytest.warns(DeprecationWarning, match="dask_cluster"):
+        old = importlib.import_module("sparsekm.approx.distributed")
+    from sparsekm.approx import dask_cluster, gamma_distributed, greedy_distributed
+
+    assert old.get_client is dask_cluster.get_client
+    assert old.greedy_basis_distributed is greedy_distributed.greedy_basis_distributed
+    assert old.approx_kfd_distributed is gamma_distributed.approx_kfd_distributed

@@ -121,7 +121,7 @@ def test_cache_budgets_reads_dask_sizes_and_names_bad_keys():
     """sparsekm.cache-bytes given as dask writes sizes ('1GiB') failed with "could not
     convert string to float: '1GiB'"; a non-number fraction did not name its key."""
     dask = pytest.importorskip("dask")
-    from sparsekm.approx.distributed import cache_budgets
+    from sparsekm.approx.dask_cluster import cache_budgets
 
     class Client:
         def scheduler_info(self):

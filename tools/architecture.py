@@ -63,10 +63,11 @@ def _absolute(node, path):
     return ".".join(base + ([node.module] if node.module else []))
 
 
-def imports(path, modules):
+def imports(path, modules, source=None):
     """``(line, target module, imported name or None)`` for every import of a sparsekm
-    module in ``path`` (``from . import x`` resolves to module ``x`` when it is one)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    module in ``path`` (``from . import x`` resolves to module ``x`` when it is one), at
+    module level or inside functions; ``source``: the text to read instead of the file."""
+    tree = ast.parse(path.read_text(encoding="utf-8") if source is None else source)
     out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):

@@ -24,6 +24,7 @@ import numpy as np
 
 from .backend import check_tensor, resolve_backend
 from .kernels import Kernel
+from .utils.hooks import Hook
 from .utils.validation import check_array, check_same_features
 
 # rows up to which predict/decision_function of the classifiers take the fused path
@@ -441,25 +442,13 @@ class KernelExpansion:
         class, each distinct support vector stored once), ``KernelPCA`` (one column
         per component; ``transform``). See :func:`sparsekm.interop.expansion_from_estimator`.
         """
-        if not _ESTIMATOR_CONVERTERS:
-            raise TypeError("no converter from estimators to expansions is registered; import "
-                            "sparsekm (its interop module registers one).")
-        return _ESTIMATOR_CONVERTERS[-1](estimator)
+        return estimator_to_expansion(estimator)
 
 
-#: Converters from fitted estimators to expansions. The layer that knows the estimators
-#: (:mod:`sparsekm.interop`, above this one) registers itself here, so that
-#: :meth:`KernelExpansion.from_estimator` reaches it without importing up the layers.
-_ESTIMATOR_CONVERTERS = []
 
-
-def register_estimator_converter(converter):
-    """Make ``converter(estimator) -> KernelExpansion`` the one
-    :meth:`KernelExpansion.from_estimator` uses; returns it (a decorator)."""
-    if not callable(converter):
-        raise TypeError(f"a converter must be callable; got {type(converter).__name__}.")
-    _ESTIMATOR_CONVERTERS.append(converter)
-    return converter
+#: The conversion of a fitted estimator to its expansion; :mod:`sparsekm.interop` (a floor
+#: above) registers :func:`~sparsekm.interop.expansion_from_estimator` on it.
+estimator_to_expansion = Hook("KernelExpansion.from_estimator", "sparsekm.interop")
 
 
 def _decision_function_block(X, expansion, block_size=None, backend=None):

@@ -41,8 +41,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .expansion import register_estimator_converter
+from .expansion import estimator_to_expansion
 from .kernels import RBF, Kernel, Laplacian, Linear, Matern, Polynomial, RationalQuadratic, Sigmoid
+from .multiclass import estimator_to_classifier
 
 __all__ = ["expansion_from_estimator", "classifier_from_estimator", "kernel_from_sklearn",
            "GPKernelForm", "kernel_from_sklearn_gp"]
@@ -424,7 +425,7 @@ def _from_gaussian_process(est):
                            intercept if alpha.ndim == 2 else float(intercept[0]))
 
 
-@register_estimator_converter
+@estimator_to_expansion.register
 def expansion_from_estimator(estimator):
     """Return the :class:`KernelExpansion` of a fitted scikit-learn estimator.
 
@@ -473,6 +474,7 @@ def expansion_from_estimator(estimator):
     )
 
 
+@estimator_to_classifier.register
 def classifier_from_estimator(estimator):
     """The exact :class:`~sparsekm.multiclass.ExpansionClassifier` of a fitted classifier.
 

@@ -30,6 +30,7 @@ from sklearn.utils._param_validation import StrOptions
 from . import persistence
 from ._constraints import BOOLEAN
 from .expansion import KernelExpansion
+from .utils.hooks import Hook
 from .utils.validation import check_array
 
 __all__ = ["ExpansionClassifier", "ovo_pairs", "ovr_decision_function", "ovo_votes"]
@@ -127,6 +128,12 @@ def ovr_decision_function(dec, n_classes, *, second_wins=None):
     return votes + conf / (3 * (np.abs(conf) + 1))
 
 
+#: The conversion of a fitted scikit-learn classifier to its exact
+#: :class:`ExpansionClassifier`; :mod:`sparsekm.interop` (a floor above) registers
+#: :func:`~sparsekm.interop.classifier_from_estimator` on it.
+estimator_to_classifier = Hook("ExpansionClassifier.from_estimator", "sparsekm.interop")
+
+
 @persistence.register
 class ExpansionClassifier(ClassifierMixin, BaseEstimator):
     """A classifier: a kernel expansion, its class labels and a multi-class scheme.
@@ -204,9 +211,7 @@ class ExpansionClassifier(ClassifierMixin, BaseEstimator):
     def from_estimator(cls, estimator):
         """The exact classifier of a fitted ``SVC``, ``NuSVC``, ``OneVsRestClassifier(SVC)``
         or ``OneVsOneClassifier(SVC)`` (see :func:`sparsekm.interop.classifier_from_estimator`)."""
-        from .interop import classifier_from_estimator
-
-        return classifier_from_estimator(estimator)
+        return estimator_to_classifier(estimator)
 
     # -- validation --------------------------------------------------------------
     def _check(self):

@@ -2,7 +2,7 @@
 
 The linear algebra below the estimators :class:`~sparsekm.models.KernelFisherDiscriminant`
 and :class:`~sparsekm.models.ApproxKFD` and the distributed fit
-(:mod:`sparsekm.approx.distributed`): scatter, the regularised Rayleigh-quotient
+(:mod:`sparsekm.approx.gamma_distributed`): scatter, the regularised Rayleigh-quotient
 solution and the threshold.
 """
 

@@ -45,6 +45,8 @@ from ..parallel import dask_rowwise, is_dask_array
 from ..persistence import register, spec
 from ..utils._deprecation import keyword_only_args
 from ..utils.validation import OutputContainerMixin, check_array, validate_X
+from .dask_cluster import check_dask_rows, get_client
+from .greedy_distributed import greedy_basis_distributed
 
 __all__ = ["GreedyBasis", "greedy_basis", "pivoted_cholesky", "checked_kernel", "check_basis_not_empty"]
 
@@ -409,7 +411,7 @@ class GreedyBasis(ClassNamePrefixFeaturesOutMixin, OutputContainerMixin, Transfo
         """Select the basis vectors on ``X`` (Algorithm 1).
 
         A ``dask.array`` runs Algorithm 1 over its row chunks on the workers of the
-        current ``dask.distributed`` client (see :mod:`sparsekm.approx.distributed`):
+        current ``dask.distributed`` client (see :mod:`sparsekm.approx.greedy_distributed`):
         the same basis as the in-memory fit, with ``residuals_`` a dask array.
         """
         if is_dask_array(X):
@@ -444,9 +446,7 @@ class GreedyBasis(ClassNamePrefixFeaturesOutMixin, OutputContainerMixin, Transfo
 
     def _fit_dask(self, X, keep_factor="auto", callback=None):
         """Algorithm 1 over the partitions of a dask array (nothing of size n on the client)."""
-        from .distributed import check_dask_rows, get_client, greedy_basis_distributed
-
-        self._validate_params()  # also called directly by approx.distributed
+        self._validate_params()
         X = check_dask_rows(X, "GreedyBasis")
         client = get_client(owner="GreedyBasis")
         # gamma="scale" reduces X.var() on the workers (one number comes back).
@@ -658,7 +658,3 @@ def _stream(state, random_state):
                    int(state["has_gauss"]), float(state["cached_gaussian"])))
     return rng
 
-
-# The dask module (approx/distributed.py) still imports the former private names.
-_checked_kernel = checked_kernel
-_check_basis_not_empty = check_basis_not_empty

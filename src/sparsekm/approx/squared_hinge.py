@@ -7,7 +7,7 @@ The linear SVM of :class:`~sparsekm.models.ApproxSVC` with ``solver="lbfgs"`` mi
     f(w, b) = \\tfrac12 \\|w\\|^2 + C \\sum_i \\max(0,\\, 1 - y_i (w^T \\gamma_i + b))^2
 
 (LinearSVC's squared hinge, free bias ``b``), in memory or over the row partitions of a
-dask array (:mod:`sparsekm.approx.distributed`). Every function here sees the rows only
+dask array (:mod:`sparsekm.approx.gamma_distributed`). Every function here sees the rows only
 through ``reduce(block_fn, *args)``: the sum over row blocks ``(G_k, y_k)`` of
 ``block_fn(G_k, y_k, *args)`` -- one block in memory, one per partition on a cluster.
 

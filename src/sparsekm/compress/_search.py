@@ -554,91 +554,22 @@ def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increas
                             max_error_increase=max_error_increase, time_limit=time_limit,
                             cv=cv, screen=screen, n_jobs=n_jobs, shared=shared,
                             verbose=verbose)
-    t_start = time.perf_counter() if timing else None
-    if n_vectors is not None and max_error_increase is not None:
-        raise ValueError(f"{owner}: give a budget (n_vectors) or a tolerance "
-                         "(max_error_increase), not both.")
-    if n_vectors is not None:
-        n_vectors = check_scalar(n_vectors, "n_vectors", owner, kind="int", lower=1)
-    tol = None
-    if n_vectors is None:
-        tol = DEFAULT_MAX_ERROR_INCREASE if max_error_increase is None else \
-            check_scalar(max_error_increase, "max_error_increase", owner, lower=0.0)
-    methods = _methods(method, owner)
-    # the construction's settings, checked here: a bad value must not just fail the
-    # reduced-set rows and leave the direct candidates to win in silence
-    n_init = check_scalar(n_init, "n_init", owner, kind="int", lower=1)
-    max_iter = check_scalar(max_iter, "max_iter", owner, kind="int", lower=1)
-    for flag, name in ((shared, "shared"), (screen, "screen"), (timing, "timing")):
-        if flag not in (True, False):
-            raise ValueError(f"The '{name}' parameter of {owner} must be a bool. "
-                             f"Got {flag!r}.")
-    if n_jobs is not None:
-        n_jobs = check_scalar(n_jobs, "n_jobs", owner, kind="int")
-        if n_jobs == 0:
-            raise ValueError(f"The 'n_jobs' parameter of {owner} must be a non-zero int "
-                             "or None. Got 0.")
-    if time_limit is not None:
-        time_limit = check_scalar(time_limit, "time_limit", owner, lower=0.0)
-    if (X_val is None) != (y_val is None):
-        raise ValueError("Pass both X_val and y_val, or neither.")
-    if (X_train is None) != (y_train is None):
-        raise ValueError("Pass both X_train and y_train, or neither.")
-    if X_val is not None:
-        X_val, y_val = _check_labels(X_val, y_val, "X_val", "y_val", owner)
-        if not (isinstance(cv, int) and cv == DEFAULT_CV):
-            raise ValueError(f"{owner}: cv={cv!r} applies without validation data (folds "
-                             "inside X_train); with X_val, y_val every choice is made on them.")
-    if X_train is not None:
-        X_train, y_train = _check_labels(X_train, y_train, "X_train", "y_train", owner)
-    if X_val is None and X_train is None:
-        raise ValueError(f"{owner} needs validation data (X_val, y_val) or training data "
-                         "(X_train, y_train) to choose on; it never chooses blind.")
-    # a bare expansion's classes: those of all the labels given (the validation data may
-    # miss a class that the training data has)
-    y_hint = np.concatenate([y for y in (y_val, y_train) if y is not None])
-    exact = exact_classifier(model, y_hint, owner=owner)
-    classes = np.asarray(exact.classes)
+    (n_vectors, tol, methods, n_init, max_iter, n_jobs, time_limit, X_val, y_val, X_train,
+     y_train) = _checked_arguments(owner, n_vectors, max_error_increase, method, n_init,
+                                   max_iter, shared, screen, timing, n_jobs, time_limit, X_val,
+                                   y_val, X_train, y_train, cv)
+    exact = _checked_original(model, X_val, y_val, X_train, y_train, owner)
     psi = exact.expansion
-    for X, name in ((X_val, "X_val"), (X_train, "X_train")):
-        if X is not None and X.shape[1] != psi.n_features:
-            raise ValueError(f"{name} has {X.shape[1]} features, but the model is expecting "
-                             f"{psi.n_features} features as input.")
-    for y, name in ((y_val, "y_val"), (y_train, "y_train")):
-        if y is not None:
-            unknown = np.setdiff1d(np.unique(y), classes)
-            if unknown.size:
-                raise ValueError(f"{name} holds labels the model does not know: "
-                                 f"{unknown[:5].tolist()}.")
     if X_val is None:
         cv = check_scalar(cv, "cv", owner, kind="int", lower=2)
-    # the clock (only with a time limit) starts after the checks
+    # the clock (with a time limit, or timing=True) starts after the checks
+    t_start = time.perf_counter() if timing else None
     deadline = None if time_limit is None else Deadline(time_limit)
     rng = check_random_state(random_state)
     seed = int(rng.randint(np.iinfo(np.int32).max))
     n_full = int(psi.compress().n_terms)
-    messages = []
-    # the splits: the validation data, or k folds inside the training data
-    if X_val is not None:
-        selection = "validation data"
-        splits = [Split(X_train, y_train, X_val, y_val, exact)]
-        final = None
-    else:
-        from sklearn.base import clone
-        from sklearn.model_selection import StratifiedKFold
-        selection = f"{cv}-fold CV inside the training data"
-        base = _refittable(model)
-        splits = []
-        for a, v in StratifiedKFold(cv, shuffle=True, random_state=seed).split(X_train, y_train):
-            ex = None
-            if base is not None:
-                ex = exact_classifier(clone(base).fit(X_train[a], y_train[a]), y_train,
-                                      owner=owner)
-            splits.append(Split(X_train[a], y_train[a], X_train[v], y_train[v], ex))
-        final = Split(X_train, y_train, None, None, exact)
-        messages.append(f"no validation data: choices on {selection} (every candidate built "
-                        f"{cv} + 1 times" + (", the original re-trained on each fold)"
-                                             if base is not None else ")"))
+    splits, final, selection, messages = _splits(model, exact, X_val, y_val, X_train,
+                                                 y_train, cv, seed, owner)
     problem = Problem(exact, splits, final, shared, n_init, max_iter, seed,
                       source_C=_source_C(model), deadline=deadline)
     errs = [float("nan") if s.exact is None else problem.error(s.exact, s.X_eval, s.y_eval)
@@ -706,6 +637,104 @@ def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increas
     if timing:
         report["total_seconds"] = float(time.perf_counter() - t_start)
     return _result(search.built[chosen], best, report, exact, psi, n_full, seed)
+
+
+
+def _checked_arguments(owner, n_vectors, max_error_increase, method, n_init, max_iter, shared,
+                       screen, timing, n_jobs, time_limit, X_val, y_val, X_train, y_train, cv):
+    """:func:`compress`'s arguments checked: ``(n_vectors, tol, methods, n_init, max_iter,
+    n_jobs, time_limit, X_val, y_val, X_train, y_train)`` (``tol`` None in budget mode)."""
+    if n_vectors is not None and max_error_increase is not None:
+        raise ValueError(f"{owner}: give a budget (n_vectors) or a tolerance "
+                         "(max_error_increase), not both.")
+    if n_vectors is not None:
+        n_vectors = check_scalar(n_vectors, "n_vectors", owner, kind="int", lower=1)
+    tol = None
+    if n_vectors is None:
+        tol = DEFAULT_MAX_ERROR_INCREASE if max_error_increase is None else \
+            check_scalar(max_error_increase, "max_error_increase", owner, lower=0.0)
+    methods = _methods(method, owner)
+    # the construction's settings, checked here: a bad value must not just fail the
+    # reduced-set rows and leave the direct candidates to win in silence
+    n_init = check_scalar(n_init, "n_init", owner, kind="int", lower=1)
+    max_iter = check_scalar(max_iter, "max_iter", owner, kind="int", lower=1)
+    for flag, name in ((shared, "shared"), (screen, "screen"), (timing, "timing")):
+        if flag not in (True, False):
+            raise ValueError(f"The '{name}' parameter of {owner} must be a bool. "
+                             f"Got {flag!r}.")
+    if n_jobs is not None:
+        n_jobs = check_scalar(n_jobs, "n_jobs", owner, kind="int")
+        if n_jobs == 0:
+            raise ValueError(f"The 'n_jobs' parameter of {owner} must be a non-zero int "
+                             "or None. Got 0.")
+    if time_limit is not None:
+        time_limit = check_scalar(time_limit, "time_limit", owner, lower=0.0)
+    if (X_val is None) != (y_val is None):
+        raise ValueError("Pass both X_val and y_val, or neither.")
+    if (X_train is None) != (y_train is None):
+        raise ValueError("Pass both X_train and y_train, or neither.")
+    if X_val is not None:
+        X_val, y_val = _check_labels(X_val, y_val, "X_val", "y_val", owner)
+        if not (isinstance(cv, int) and cv == DEFAULT_CV):
+            raise ValueError(f"{owner}: cv={cv!r} applies without validation data (folds "
+                             "inside X_train); with X_val, y_val every choice is made on them.")
+    if X_train is not None:
+        X_train, y_train = _check_labels(X_train, y_train, "X_train", "y_train", owner)
+    if X_val is None and X_train is None:
+        raise ValueError(f"{owner} needs validation data (X_val, y_val) or training data "
+                         "(X_train, y_train) to choose on; it never chooses blind.")
+    return (n_vectors, tol, methods, n_init, max_iter, n_jobs, time_limit, X_val, y_val,
+            X_train, y_train)
+
+
+def _checked_original(model, X_val, y_val, X_train, y_train, owner):
+    """The original machine as an exact classifier, checked against the data given."""
+    # a bare expansion's classes: those of all the labels given (the validation data may
+    # miss a class that the training data has)
+    y_hint = np.concatenate([y for y in (y_val, y_train) if y is not None])
+    exact = exact_classifier(model, y_hint, owner=owner)
+    classes = np.asarray(exact.classes)
+    psi = exact.expansion
+    for X, name in ((X_val, "X_val"), (X_train, "X_train")):
+        if X is not None and X.shape[1] != psi.n_features:
+            raise ValueError(f"{name} has {X.shape[1]} features, but the model is expecting "
+                             f"{psi.n_features} features as input.")
+    for y, name in ((y_val, "y_val"), (y_train, "y_train")):
+        if y is not None:
+            unknown = np.setdiff1d(np.unique(y), classes)
+            if unknown.size:
+                raise ValueError(f"{name} holds labels the model does not know: "
+                                 f"{unknown[:5].tolist()}.")
+    return exact
+
+
+def _splits(model, exact, X_val, y_val, X_train, y_train, cv, seed, owner):
+    """What the candidates are built and judged on: ``(splits, final, selection,
+    messages)`` -- the validation data (``final`` None), or ``cv`` stratified folds inside
+    the training data with the original re-trained on each (``final``: all of it)."""
+    messages = []
+    # the splits: the validation data, or k folds inside the training data
+    if X_val is not None:
+        selection = "validation data"
+        splits = [Split(X_train, y_train, X_val, y_val, exact)]
+        final = None
+    else:
+        from sklearn.base import clone
+        from sklearn.model_selection import StratifiedKFold
+        selection = f"{cv}-fold CV inside the training data"
+        base = _refittable(model)
+        splits = []
+        for a, v in StratifiedKFold(cv, shuffle=True, random_state=seed).split(X_train, y_train):
+            ex = None
+            if base is not None:
+                ex = exact_classifier(clone(base).fit(X_train[a], y_train[a]), y_train,
+                                      owner=owner)
+            splits.append(Split(X_train[a], y_train[a], X_train[v], y_train[v], ex))
+        final = Split(X_train, y_train, None, None, exact)
+        messages.append(f"no validation data: choices on {selection} (every candidate built "
+                        f"{cv} + 1 times" + (", the original re-trained on each fold)"
+                                             if base is not None else ")"))
+    return splits, final, selection, messages
 
 
 def _tolerance_walk(search, methods, n_full):

@@ -66,6 +66,19 @@ class BinaryExpansionClassifier(ClassifierMixin, BaseEstimator):
         positive = self.decision_function(X) > 0
         return self.classes_[positive.astype(int)]
 
+    def _set_distributed_fit(self, fit):
+        """Take the fitted state of a dask fit
+        (:class:`~sparsekm.approx.dask_fits.DistributedFit`); returns ``self``."""
+        self.classes_, self.kernel_, self.basis_ = fit.classes, fit.kernel, fit.basis
+        self.coef_, self.intercept_, self.expansion_ = fit.coef, fit.intercept, fit.expansion
+        self.n_features_in_ = fit.expansion.n_features
+        self.n_kernel_evaluations_ = fit.n_kernel_evaluations
+        if fit.n_iter is not None:
+            self.n_iter_ = fit.n_iter
+        if fit.dask_info is not None:
+            self.dask_info_ = fit.dask_info
+        return self
+
     @property
     def n_vectors_(self):
         """Number of kernel evaluations per prediction (terms of ``expansion_``)."""

@@ -22,6 +22,7 @@ from sklearn.svm import SVC, LinearSVC
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._constraints import KERNEL, NON_NEGATIVE, POSITIVE, POSITIVE_INT, RANDOM_STATE
+from ..approx.dask_fits import approx_svc_fit_distributed
 from ..approx.greedy import GreedyBasis, check_basis_not_empty, checked_kernel
 from ..expansion import KernelExpansion
 from ..parallel import is_dask_array
@@ -90,7 +91,7 @@ def linear_svm_on_coordinates(Gamma, y, C, *, solver="smo", tol=1e-3, max_iter=-
         ``1/2 ||w||^2 + C sum_i max(0, 1 - y_i (w^T gamma_i + b))^2`` (LinearSVC's
         default loss) with a free, unregularised bias ``b`` (the paper's), by scipy's
         L-BFGS-B from ``w = 0, b = 0`` -- the solver of the distributed fit on a dask
-        array (:mod:`sparsekm.approx.distributed`), O(n m) memory.
+        array (:mod:`sparsekm.approx.dask_fits`), O(n m) memory.
     tol : float, default=1e-3
         Stopping tolerance of libsvm/liblinear. ``"lbfgs"`` with ``max_iter=-1`` goes
         to the exact optimum (L-BFGS to a relative change of 1e-6, then finite Newton
@@ -188,7 +189,7 @@ class ApproxSVC(BinaryExpansionClassifier):
     ``fit`` on a ``dask.array`` (and ``y`` a dask or numpy array) runs on the
     workers of the current ``dask.distributed`` client: Algorithm 1 over the
     partitions, then L-BFGS with one map-reduce of the loss and gradient per step
-    (``solver="lbfgs"`` required); see :mod:`sparsekm.approx.distributed`.
+    (``solver="lbfgs"`` required); see :mod:`sparsekm.approx.dask_fits`.
 
     Attributes
     ----------
@@ -266,10 +267,11 @@ class ApproxSVC(BinaryExpansionClassifier):
                              f"Got {self.solver!r} instead.")
         max_iter = check_scalar(self.max_iter, "max_iter", "ApproxSVC", kind="int", lower=-1)
         if is_dask_array(X):
-            from ..approx.distributed import fit_approx_svc
-
-            return fit_approx_svc(self, X, y, C, max_iter=1000 if max_iter == -1 else max_iter,
-                                  tol=_DASK_LBFGS_TOL if max_iter == -1 else None)
+            fit = approx_svc_fit_distributed(
+                self, X, y, C, max_iter=1000 if max_iter == -1 else max_iter,
+                tol=_DASK_LBFGS_TOL if max_iter == -1 else None)
+            self.support_ = None
+            return self._set_distributed_fit(fit)
         X = validate_X(self, X)
         self.classes_, ys = binary_targets(y, "ApproxSVC", X.shape[0])
         n = X.shape[0]

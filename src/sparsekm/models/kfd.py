@@ -34,6 +34,7 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._constraints import KERNEL, NON_NEGATIVE, POSITIVE_INT, RANDOM_STATE
+from ..approx.dask_fits import approx_kfd_fit_distributed
 from ..approx.fisher import approx_kfd_fit, fisher_scatter, fisher_threshold, kfd_path, kfd_solve
 from ..approx.greedy import GreedyBasis, check_basis_not_empty, checked_kernel
 from ..expansion import KernelExpansion
@@ -214,13 +215,11 @@ class ApproxKFD(BinaryExpansionClassifier):
         A ``dask.array`` ``X`` runs on the current ``dask.distributed`` cluster:
         Algorithm 1 over its partitions, then the class means and the ``m x m``
         scatter matrices reduced over the partitions (exact; see
-        :mod:`sparsekm.approx.distributed`).
+        :mod:`sparsekm.approx.dask_fits`).
         """
         C = _check_C(self.C, "ApproxKFD")
         if is_dask_array(X):
-            from ..approx.distributed import fit_approx_kfd
-
-            return fit_approx_kfd(self, X, y, C)
+            return self._set_distributed_fit(approx_kfd_fit_distributed(self, X, y, C))
         X = validate_X(self, X)
         self.classes_, ys = binary_targets(y, "ApproxKFD", X.shape[0])
         m = resolve_n_basis(self.n_basis, X.shape[0], "ApproxKFD")

@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..approx.distributed import (
-    _check_finite_block,
-    _run,
+from ..approx.dask_cluster import (
     check_dask_rows,
+    check_finite_block,
     cluster_guard,
     get_client,
     row_partitions,
+    run_watched,
 )
 from ..expansion import KernelExpansion
 from ..kernels import Kernel
@@ -43,8 +43,8 @@ _TINY = 1e-300
 
 def _block(X, a):
     """A partition's vectors and coefficients in float64, checked finite on the worker."""
-    X = _check_finite_block(np.asarray(X, dtype=np.float64), "vectors")
-    a = _check_finite_block(np.asarray(a, dtype=np.float64), "coef")
+    X = check_finite_block(np.asarray(X, dtype=np.float64), "vectors")
+    a = check_finite_block(np.asarray(a, dtype=np.float64), "coef")
     return X, a
 
 
@@ -127,7 +127,7 @@ class DaskExpansion:
 
         kern = dask.delayed(self.kernel, pure=True, traverse=False)
         tasks = [dask.delayed(func)(X, a, kern, *args) for X, a in self._parts]
-        return _run(self.client, self.client.compute(tasks), "DaskExpansion")
+        return run_watched(self.client, self.client.compute(tasks), "DaskExpansion")
 
     def _check_Z(self, Z):
         """``Z`` as a finite float64 (n_z, n_features) array, checked on the client."""
@@ -171,7 +171,7 @@ class DaskExpansion:
         P = self._parts
         tasks = [dask.delayed(_pair_block)(P[p][0], P[p][1], P[q][0], P[q][1], kern)
                  for p in range(len(P)) for q in range(p, len(P))]
-        vals = _run(self.client, self.client.compute(tasks), "DaskExpansion")
+        vals = run_watched(self.client, self.client.compute(tasks), "DaskExpansion")
         total, t = 0.0, 0
         for p in range(len(P)):
             for q in range(p, len(P)):
@@ -187,7 +187,7 @@ class DaskExpansion:
         starts = np.concatenate([[0], np.cumsum(self.vectors.chunks[0])[:-1]])
         tasks = [dask.delayed(_top_block)(X, a, int(s), k)
                  for (X, a), s in zip(self._parts, starts, strict=True)]
-        parts = _run(self.client, self.client.compute(tasks), "DaskExpansion")
+        parts = run_watched(self.client, self.client.compute(tasks), "DaskExpansion")
         vals = np.concatenate([p[0] for p in parts])
         idx = np.concatenate([p[1] for p in parts])
         rows = np.vstack([p[2] for p in parts])

@@ -184,7 +184,7 @@ def _dask_in_memory_error(X, name="X"):
     return TypeError(f"{name} is a {type(X).__module__}.{type(X).__name__} but this operation needs "
             f"{name} in memory: call {name}.compute() if it fits, or use a method with a "
             "distributed path (predict/transform of dask arrays, the fit of GreedyBasis, "
-            "ApproxSVC, ApproxKFD, reduce_expansion; see sparsekm.approx.distributed).")
+            "ApproxSVC, ApproxKFD, reduce_expansion; see sparsekm.approx.dask_fits).")
 
 
 def _label_kind(v):
