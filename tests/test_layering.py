@@ -77,7 +77,8 @@ def test_one_model_conversion_for_compress_and_the_cli():
     from sparsekm.compress import _search
 
     assert "exact_model(" in inspect.getsource(cli.reducible)
-    assert "exact_classifier(" in inspect.getsource(_search.compress)
+    assert _search.exact_classifier is convert.exact_classifier
+    assert "exact_classifier(" in inspect.getsource(_search._checked_original)
     assert not hasattr(_search, "_exact_classifier")
     assert convert.exact_classifier.__module__ == "sparsekm.convert"
 
