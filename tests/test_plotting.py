@@ -6,7 +6,9 @@ matplotlib.use("Agg")
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+from sklearn.datasets import make_moons  # noqa: E402
 
+import sparsekm  # noqa: E402
 from sparsekm import plotting  # noqa: E402
 
 
@@ -106,3 +108,33 @@ def test_image_grid_shared_scale_around_the_background():
     # without center each tile keeps its own scale
     fig = plotting.image_grid(images, (8, 8), ncols=6)
     assert len({ax.images[0].get_clim() for ax in fig.axes if ax.images}) > 1
+
+
+def test_plotting_compress_curve_takes_what_compress_returns(tmp_path):
+    """sparsekm.plotting.compress_curve said it takes 'a model returned by
+    sparsekm.compress' but raised TypeError on one (compress now keeps a report, not a
+    curve); it plots the report now, also after save/load."""
+    from sklearn.svm import SVC
+
+    from sparsekm.plotting import compress_curve
+
+    X, y = make_moons(300, noise=0.25, random_state=0)
+    svc = SVC(C=10, gamma=1.0).fit(X[:150], y[:150])
+    # 5 vectors of 26 lose about 5 points of validation accuracy: compress says so
+    with pytest.warns(UserWarning, match="points above the original's"):
+        small = sparsekm.compress(svc, X[150:], y[150:], n_vectors=5, method="construct",
+                                  random_state=0, n_init=2, max_iter=50)
+    out = compress_curve(small, path=tmp_path / "c.png")
+    assert str(out).endswith("c.png") and (tmp_path / "c.png").stat().st_size > 0
+    sparsekm.save(small, tmp_path / "m.skm")
+    compress_curve(sparsekm.load(tmp_path / "m.skm"), path=tmp_path / "d.png")
+    assert (tmp_path / "d.png").stat().st_size > 0
+
+
+def test_image_grid_refuses_two_colour_scales():
+    """image_grid(symmetric=True, center=...) drew with center's shared scale and ignored
+    symmetric in silence."""
+    from sparsekm.plotting import image_grid
+
+    with pytest.raises(ValueError, match="symmetric=True .* or center"):
+        image_grid(np.zeros((2, 4)), (2, 2), symmetric=True, center=0.0)
