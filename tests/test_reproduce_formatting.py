@@ -1,0 +1,205 @@
+"""The reproductions' text on known inputs: the verdict of ours against the paper at the
+paper's printed precision, "much worse", number and time formatting, markdown cells and
+headings, the command line a section shows, the numbers the prose quotes, fingerprints,
+and a results file parsed back into its records."""
+
+import json
+
+import numpy as np
+import pytest
+
+from sparsekm.reproduce import Context, Target
+from sparsekm.reproduce._cache import CellCache, data_fingerprint
+from sparsekm.reproduce._prose import _percent, _row, update_generated
+from sparsekm.reproduce._report import (
+    NOT_RERUN,
+    _cell,
+    _decimals,
+    _demote,
+    _fmt_num,
+    _fmt_seconds,
+    _json_comment,
+    _kept,
+    classify,
+    command_line,
+    much_worse,
+    parse_results,
+)
+
+
+@pytest.mark.parametrize("cell, verdict", [
+    ({"ours": 5.04, "paper": 5.0}, "tie"),            # 5.0 at the paper's one decimal
+    ({"ours": 4.94, "paper": 5.0}, "better"),         # 4.9
+    ({"ours": 5.06, "paper": 5.0}, "worse"),          # 5.1
+    ({"ours": 5.4, "paper": 5}, "tie"),               # an int: no decimals, 5
+    ({"ours": 5.6, "paper": 5}, "worse"),             # 6
+    ({"ours": 4.75, "paper": 4.75}, "tie"),
+    ({"ours": 0.96, "paper": 0.95, "higher_is_better": True}, "better"),
+    ({"ours": 0.94, "paper": 0.95, "higher_is_better": True}, "worse"),
+    ({"ours": 5.1, "paper": 5.0, "spread": [4.8, 5.2]}, "tie"),     # paper inside the spread
+    ({"ours": 5.3, "paper": 5.0, "spread": [5.2, 5.4]}, "worse"),   # every seed worse
+    ({"ours": 4.6, "paper": 5.0, "spread": [4.5, 4.8]}, "better"),
+    ({"ours": 1.604, "paper": 1.6, "paper_decimals": 2}, "tie"),    # the paper prints 1.60
+    ({"ours": 1.61, "paper": 1.6, "paper_decimals": 2}, "worse"),
+    ({"ours": 1.64, "paper": 1.6}, "tie"),                          # ... or 1.6
+])
+def test_classify_at_the_papers_precision(cell, verdict):
+    assert classify(cell) == verdict
+
+
+@pytest.mark.parametrize("cell, expected", [
+    ({"cell": "test error %", "ours": 6.2, "paper": 5.0}, True),    # 1.2 points
+    ({"cell": "error", "ours": 21.5, "paper": 20.0}, True),         # 1.5 points, 7.5 %
+    ({"cell": "vectors", "ours": 21.5, "paper": 20.0}, False),      # 7.5 %, not a percent
+    ({"cell": "vectors", "ours": 25, "paper": 20}, True),           # 25 % worse
+    ({"cell": "error", "ours": 5.5, "paper": 5.0}, False),          # 0.5 points, 10 %
+    ({"cell": "error", "ours": None, "paper": 5.0}, False),         # not reproduced
+    ({"cell": "error", "ours": 3.0, "paper": 5.0}, False),          # better
+    ({"cell": "accuracy", "ours": 0.5, "paper": 0.8, "higher_is_better": True}, True),
+    ({"cell": "accuracy", "ours": 0.75, "paper": 0.8, "higher_is_better": True}, False),
+])
+def test_much_worse_is_one_point_or_twenty_percent(cell, expected):
+    assert much_worse(cell) is expected
+
+
+@pytest.mark.parametrize("paper, decimals", [
+    (5, 0), (np.int64(3), 0), (5.0, 1), (4.75, 2), (0.125, 3), (1e-7, 0), (True, 1)])
+def test_decimals_the_paper_prints(paper, decimals):
+    assert _decimals(paper) == decimals
+
+
+@pytest.mark.parametrize("value, text", [
+    (None, "-"), (1.5, "1.5"), (1.25, "1.25"), (1.256, "1.26"), (2.0, "2"), (3, "3"),
+    (1e20, "1e+20"), ("n/a", "n/a")])
+def test_numbers_in_tables(value, text):
+    assert _fmt_num(value) == text
+
+
+@pytest.mark.parametrize("seconds, text", [
+    (None, "unknown"), (5.4, "5 s"), (119.4, "119 s"), (120, "120 s (2.0 min)"),
+    (3600, "3600 s (60.0 min)")])
+def test_run_times(seconds, text):
+    assert _fmt_seconds(seconds) == text
+
+
+@pytest.mark.parametrize("value, text", [("a|b", "a\\|b"), ("x\ny", "x y"), (5, "5")])
+def test_markdown_cells_escape_pipes_and_newlines(value, text):
+    assert _cell(value) == text
+
+
+@pytest.mark.parametrize("markdown, demoted", [
+    ("# A", "#### A"), ("## B", "#### B"), ("### C", "#### C"), ("#### D", "#### D"),
+    ("text # no heading", "text # no heading"), ("#5 is not one", "#5 is not one"),
+    ("# A\nbody\n## B", "#### A\nbody\n#### B")])
+def test_headings_inside_a_section_sit_below_it(markdown, demoted):
+    assert _demote(markdown) == demoted
+
+
+@pytest.mark.parametrize("name, ctx, cmd", [
+    ("ripley", Context(), "sparsekm reproduce ripley"),
+    ("ripley", Context(quick=True), "sparsekm reproduce ripley --quick"),
+    ("ripley", Context(seed=2), "sparsekm reproduce ripley --seed 2"),
+    ("ripley", Context(no_cache=True, cached_only=True),
+     "sparsekm reproduce ripley --no-cache --cached-only"),
+    ("wu-table1", Context(datasets=("banana", "heart")),
+     "sparsekm reproduce wu-table1 --datasets banana,heart"),
+    ("wu-table2", Context(seeds=5), "sparsekm reproduce wu-table2 --seeds 5"),
+    ("wu-table2", Context(seeds=3), "sparsekm reproduce wu-table2"),  # the default
+    ("franc-pca", Context(datasets=("banana",), seeds=5), "sparsekm reproduce franc-pca"),
+])
+def test_the_command_line_a_section_shows(name, ctx, cmd):
+    assert command_line(name, ctx) == cmd
+
+
+@pytest.mark.parametrize("text, value", [
+    ("5.38% / 4.7%", 5.38), ("12 %", 12.0), ("error 0.5%", 0.5), ("none", None)])
+def test_the_first_percentage_of_a_cell(text, value):
+    assert _percent(text) == value
+
+
+@pytest.mark.parametrize("label, cells", [
+    ("RS2-25", ["RS2-25", "10.2x", "5.38%"]), ("SV", ["SV", "1x", "4.7%"]), ("RS3", None)])
+def test_a_table_row_by_its_first_cell(label, cells):
+    block = ("| method | factor | error |\n|---|---|---|\n| SV | 1x | 4.7% |\n"
+             "| RS2-25 | 10.2x | 5.38% |\n")
+    assert _row(block, label) == cells
+
+
+@pytest.mark.parametrize("text, values, out", [
+    ("a <!--g:x-->1<!--/g--> b", {"x": "2"}, "a <!--g:x-->2<!--/g--> b"),
+    ("a <!--g:x-->1<!--/g--> b", {}, "a <!--g:x-->1<!--/g--> b"),             # unknown: kept
+    ("<!--g:x-->1\n2<!--/g-->", {"x": "3"}, "<!--g:x-->3<!--/g-->"),           # across lines
+    ("<!--g:x-->1<!--/g--><!--g:y-->2<!--/g-->", {"y": "5"},
+     "<!--g:x-->1<!--/g--><!--g:y-->5<!--/g-->"),
+])
+def test_generated_numbers_replace_their_markers_only(text, values, out):
+    assert update_generated(text, values) == out
+
+
+@pytest.mark.parametrize("a, b, same", [
+    (np.arange(6.0), np.arange(6.0), True),
+    (np.arange(6.0), np.arange(6), False),                                # dtype
+    (np.arange(6.0).reshape(2, 3), np.arange(6.0).reshape(3, 2), False),  # shape
+    (np.arange(12.0).reshape(3, 4)[:, ::2], np.arange(12.0).reshape(3, 4)[:, ::2].copy(), True),
+    (np.zeros(3), np.array([0.0, 0.0, 1e-300]), False),
+])
+def test_data_fingerprints(a, b, same):
+    fa, fb = data_fingerprint(a), data_fingerprint(b)
+    assert len(fa) == 16 and int(fa, 16) >= 0
+    assert (fa == fb) is same
+
+
+@pytest.mark.parametrize("provenance, seconds", [
+    (None, 0.0), ("", 0.0), ("3 cells computed now", 0.0)])
+def test_cached_seconds_without_a_cache_line(provenance, seconds):
+    assert CellCache.cached_seconds(provenance) == seconds
+
+
+def test_cache_keys_differ_in_each_of_their_parts():
+    base = ("cell", {"C": 1}, 0, "code")
+    keys = {CellCache.key(*base), CellCache.key("cell2", {"C": 1}, 0, "code"),
+            CellCache.key("cell", {"C": 2}, 0, "code"), CellCache.key("cell", {"C": 1}, 1, "code"),
+            CellCache.key("cell", {"C": 1}, 0, "code2")}
+    assert len(keys) == 5 and CellCache.key(*base) == CellCache.key(*base)
+
+
+@pytest.mark.parametrize("obj", [{"a": "x > y"}, {"a": "-->"}, {"n": np.float64(1.5)}])
+def test_a_record_never_closes_its_html_comment(obj):
+    text = _json_comment(obj)
+    assert ">" not in text
+    assert json.loads(text) == json.loads(json.dumps(obj, default=lambda o: o.tolist()))
+
+
+def _results_file():
+    payload = {"targets": [{"target": "error", "ours": "5.0 %", "paper": "4.7 %", "met": True},
+                           {"bad": 1}],
+               "data": {"cells": [{"cell": "x", "ours": 1}]}, "seconds": 12.5, "quick": True,
+               "date": "2026-01-01"}
+    return "\n".join([
+        "# Results", "",
+        "<!-- sparsekm:begin ripley -->", "### Ripley", "",
+        f"<!-- sparsekm:record {_json_comment(payload)} -->", "body",
+        "<!-- sparsekm:end ripley -->", "",
+        "<!-- sparsekm:begin franc-pca -->", "### Franc (not run yet)", "",
+        "<!-- sparsekm:end franc-pca -->", "",
+        "<!-- sparsekm:begin cut -->", "### never ends"])
+
+
+def test_a_results_file_parses_back_into_its_records():
+    records = parse_results(_results_file())
+    assert list(records) == ["ripley"]  # placeholders and unterminated blocks skipped
+    rec = records["ripley"]
+    assert rec.targets == [Target("error", "5.0 %", "4.7 %", True)]
+    assert rec.data == {"cells": [{"cell": "x", "ours": 1}]}
+    assert (rec.seconds, rec.quick, rec.rerun, rec.date) == (12.5, True, False, "2026-01-01")
+    assert rec.block.startswith("<!-- sparsekm:begin ripley -->")
+    assert rec.block.endswith("<!-- sparsekm:end ripley -->")
+
+
+@pytest.mark.parametrize("mark", [True, False])
+def test_a_kept_section_is_marked_not_re_run_once(mark):
+    rec = parse_results(_results_file())["ripley"]
+    once = _kept(rec, mark)
+    assert (f"### Ripley {NOT_RERUN}" in once) is mark
+    rec.block = once
+    assert _kept(rec, mark).count(NOT_RERUN) == int(mark)
