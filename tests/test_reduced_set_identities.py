@@ -225,3 +225,101 @@ def test_stacked_results_decide_as_the_single_results():
     want = np.column_stack([r.expansion.decision_function(X) for r in results])
     np.testing.assert_allclose(stacked.expansion.decision_function(X), want, rtol=1e-10,
                                atol=1e-12)
+
+
+# -- the distance of eq. 6 is a metric ------------------------------------------------------
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_distance_to_itself_is_zero_and_symmetric(name):
+    a, b = _psi(40, kernel=KERNELS[name]), _psi(41, n=7, kernel=KERNELS[name])
+    assert approximation_error(a, a) == 0.0
+    np.testing.assert_allclose(approximation_error(a, b), approximation_error(b, a),
+                               rtol=1e-10)
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_feature_space_distance_obeys_the_triangle_inequality(name):
+    a, b, c = (_psi(50 + i, n=6 + i, kernel=KERNELS[name]) for i in range(3))
+    d = lambda p, q: np.sqrt(approximation_error(p, q))  # noqa: E731
+    assert d(a, c) <= d(a, b) + d(b, c) + 1e-12
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_norm_is_the_quadratic_form_of_the_gram_matrix(name):
+    psi = _psi(60, n=9, kernel=KERNELS[name])
+    a = np.asarray(psi.coef)
+    np.testing.assert_allclose(psi.norm2(), a @ psi.kernel(np.asarray(psi.vectors)) @ a,
+                               rtol=1e-10)
+
+
+# -- one vector that can be exact ----------------------------------------------------------
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+@pytest.mark.parametrize("name", ["rbf", "imq"])
+def test_two_copies_of_one_vector_reduce_to_it_exactly(name, sign):
+    """Psi = a1 Phi(x) + a2 Phi(x): the one-term optimum is z = x, beta = a1 + a2."""
+    x = np.array([[0.3, -0.2, 0.5]])
+    psi = KernelExpansion(np.vstack([x, x]), sign * np.array([0.7, 0.6]), KERNELS[name])
+    res = construct(psi, 1, random_state=0, n_init=3, max_iter=300)
+    np.testing.assert_allclose(np.asarray(res.expansion.vectors), x, atol=1e-4)
+    np.testing.assert_allclose(res.expansion.coef, [sign * 1.3], rtol=1e-6)
+    assert res.objective <= 1e-8
+
+
+@pytest.mark.parametrize("d", [2, 3, 5])
+def test_a_linear_expansion_is_one_vector(d):
+    """k(x, y) = x.y: Psi = w, and one term beta z = w reproduces it."""
+    rng = np.random.default_rng(d)
+    psi = KernelExpansion(rng.normal(size=(10, d)), rng.normal(size=10), Linear())
+    res = construct(psi, 1, random_state=0, n_init=2)
+    red = res.expansion
+    w = np.asarray(psi.coef) @ np.asarray(psi.vectors)
+    # to the one-term solver's stopping tolerance (an L-BFGS over z, not a closed form)
+    np.testing.assert_allclose(np.asarray(red.coef) @ np.asarray(red.vectors), w, rtol=2e-3)
+    assert res.relative_objective <= 1e-5
+
+
+# -- refusals ------------------------------------------------------------------------------
+@pytest.mark.parametrize("method", ["select-kpca", "select-backward", "select-l1",
+                                    "construct"])
+def test_a_kernel_that_is_no_inner_product_is_refused(method):
+    from sparsekm.kernels import Sigmoid
+
+    psi = _psi(70, n=8, kernel=Sigmoid(1.0, 0.0))
+    with pytest.raises(ValueError, match="positive semi-definite"):
+        reduce_expansion(psi, 2, method=method)
+
+
+@pytest.mark.parametrize("method, option", [
+    ("construct", {"lam": 0.1}), ("select-kpca", {"c": "uniform"}),
+    ("select-backward", {"n_sweeps": 2}), ("construct", {"refine_max_iter": 10}),
+    ("select-l1", {"step": "orthogonal"}),
+])
+def test_an_option_of_another_method_is_refused_not_ignored(method, option):
+    with pytest.raises(ValueError, match="would be ignored"):
+        reduce_expansion(_psi(71), 2, method=method, **option)
+
+
+@pytest.mark.parametrize("n_vectors", [0, -2, 1.5])
+def test_sizes_below_one_or_fractional_are_refused(n_vectors):
+    with pytest.raises((ValueError, TypeError), match="n_vectors"):
+        reduce_expansion(_psi(72), n_vectors, method="select-backward")
+
+
+def test_an_unknown_method_is_named():
+    with pytest.raises(ValueError, match="magic"):
+        reduce_expansion(_psi(73), 2, method="magic")
+
+
+@pytest.mark.parametrize("lam_scale, most", [(1e6, 1), (1e-9, 20)])
+def test_l1_penalty_trades_vectors_for_error(lam_scale, most):
+    """A huge penalty keeps the best single vector; a vanishing one keeps the error ~0."""
+    psi = _psi(74)
+    if most == 1:
+        with pytest.warns(ReducedSetWarning, match="no vector was selected"):
+            res = select_l1(psi, lam=lam_scale * psi.norm2())
+    else:
+        res = select_l1(psi, lam=lam_scale * psi.norm2())
+    assert 1 <= res.expansion.n_terms <= most
+    if most == 1:
+        assert res.objective < psi.norm2()
+    else:
+        assert res.relative_objective < 1e-3
