@@ -323,3 +323,103 @@ def test_l1_penalty_trades_vectors_for_error(lam_scale, most):
         assert res.objective < psi.norm2()
     else:
         assert res.relative_objective < 1e-3
+
+
+# -- Proposition 8 is linear in alpha and equivariant in Z -------------------------------
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_optimal_coefficients_scale_with_the_expansion(name):
+    psi = _psi(80, kernel=KERNELS[name])
+    Z = np.random.default_rng(81).normal(size=(4, 3))
+    scaled = KernelExpansion(psi.vectors, -2.5 * np.asarray(psi.coef), psi.kernel)
+    np.testing.assert_allclose(optimal_coefficients(scaled, Z),
+                               -2.5 * optimal_coefficients(psi, Z), rtol=1e-8, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_permuting_the_vectors_permutes_the_coefficients(name):
+    psi = _psi(82, kernel=KERNELS[name])
+    Z = np.random.default_rng(83).normal(size=(5, 3))
+    perm = np.array([3, 0, 4, 1, 2])
+    np.testing.assert_allclose(optimal_coefficients(psi, Z[perm]),
+                               optimal_coefficients(psi, Z)[perm], rtol=1e-8, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_each_output_column_is_its_own_single_output_problem(name):
+    psi = _psi(84, n_out=3, kernel=KERNELS[name])
+    Z = np.random.default_rng(85).normal(size=(4, 3))
+    beta = optimal_coefficients(psi, Z)
+    for k in range(3):
+        single = KernelExpansion(psi.vectors, np.asarray(psi.coef)[:, k], psi.kernel)
+        np.testing.assert_allclose(beta[:, k], optimal_coefficients(single, Z), rtol=1e-8,
+                                   atol=1e-12)
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_the_distance_scales_with_the_square_of_the_coefficients(name):
+    a, b = _psi(86, kernel=KERNELS[name]), _psi(87, n=5, kernel=KERNELS[name])
+    s = lambda p: KernelExpansion(p.vectors, 3.0 * np.asarray(p.coef), p.kernel)  # noqa: E731
+    np.testing.assert_allclose(approximation_error(s(a), s(b)),
+                               9.0 * approximation_error(a, b), rtol=1e-9)
+
+
+@pytest.mark.parametrize("method", ["construct", "select-kpca", "select-backward"])
+def test_reduce_many_is_reduce_expansion_one_by_one(method):
+    """Documented: reduce_many equals reduce_expansion per expansion with the same seeds;
+    without randomness (the selections) the seeds do not matter."""
+    from sparsekm.reduced_set import reduce_many
+
+    psis = [_psi(90 + i, n=10) for i in range(3)]
+    kw = dict(n_init=2, max_iter=30) if method == "construct" else {}
+    many = reduce_many(psis, 3, method=method, random_state=0, **kw)
+    X = np.random.default_rng(95).normal(size=(15, 3))
+    for psi, res in zip(psis, many, strict=True):
+        assert res.expansion.n_terms <= 3
+        if method != "construct":
+            one = reduce_expansion(psi, 3, method=method)
+            np.testing.assert_allclose(res.expansion.decision_function(X),
+                                       one.expansion.decision_function(X), rtol=1e-10)
+        np.testing.assert_allclose(res.objective, approximation_error(psi, res.expansion),
+                                   rtol=1e-6, atol=1e-10)
+
+
+@pytest.mark.parametrize("y, b0, expected", [
+    ([True, True], 0.0, 2.0),           # all positive: below the lowest score by half the range
+    ([False, False], 0.0, -2.0),        # all negative: above the highest
+])
+def test_optimal_threshold_for_one_class(y, b0, expected):
+    assert optimal_threshold(np.array([-1.0, 1.0]), np.array(y), b0=b0) == pytest.approx(
+        expected)
+
+
+@pytest.mark.parametrize("b0, expected", [(0.0, -0.5), (-3.0, -2.5), (-1.4, -0.5),
+                                          (-1.6, -2.5)])
+def test_optimal_threshold_ties_go_to_the_interval_nearest_b0(b0, expected):
+    """Scores 0, 1, 2, 3 labelled -, +, -, +: one error at -b in (0, 1) or (2, 3)."""
+    scores, y = np.array([0.0, 1.0, 2.0, 3.0]), np.array([False, True, False, True])
+    b = optimal_threshold(scores, y, b0=b0)
+    assert b == pytest.approx(expected)
+    assert np.count_nonzero((scores + b > 0) != y) == 1
+
+
+@pytest.mark.parametrize("scores", [np.array([0.0, np.nan]), np.ones((2, 2))])
+def test_optimal_threshold_refuses_bad_scores(scores):
+    with pytest.raises(ValueError, match="scores"):
+        optimal_threshold(scores, np.array([True, False]))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_refitted_intercept_makes_no_more_training_errors(seed):
+    from sparsekm.reduced_set import refit_intercept
+
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(60, 3))
+    y = (X[:, 0] + 0.3 * rng.normal(size=60) > 0).astype(int)
+    psi = KernelExpansion(X[:8], rng.normal(size=8), RBF(0.5), 1.5)
+    refit = refit_intercept(psi, X, y)
+    errors = lambda p: np.count_nonzero((p.decision_function(X) > 0) != (y == 1))  # noqa: E731
+    assert errors(refit) <= errors(psi)
+    np.testing.assert_array_equal(refit.coef, psi.coef)
+    for shift in (-0.3, 0.3):  # and it is a minimum among nearby thresholds
+        moved = KernelExpansion(psi.vectors, psi.coef, psi.kernel, refit.intercept + shift)
+        assert errors(refit) <= errors(moved)
