@@ -72,7 +72,7 @@ def test_what_is_no_fitted_classifier_is_refused(moons, model, exc, match):
 
 
 @pytest.mark.parametrize("method", ["construct", "construct+refine"])
-@pytest.mark.parametrize("C", [0.1, 1.0])
+@pytest.mark.parametrize("C", [0.1, 1.0, 10.0])
 def test_a_linear_svm_compresses_to_one_vector_deciding_as_before(moons, method, C):
     """k(x, y) = x.y: sum_i alpha_i k(x_i, x) = w.x, so one vector z with beta z = w is
     exact: the same decisions (agreement 1), the same validation error, no warning."""

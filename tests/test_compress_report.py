@@ -197,3 +197,27 @@ def test_prefix_sizes_are_positive_integers(psi, prefix, bad):
         prefix(bad)
     with pytest.raises(ValueError, match=r"'n_max' parameter of construct_prefixes"):
         construct_prefixes(psi, bad)
+
+
+def test_an_empty_report_still_renders():
+    rep = CompressReport({})
+    assert rep.rows == []
+    lines = rep.table().splitlines()
+    assert lines[0] == "original machine: 0 distinct vectors, error – on the validation"
+    assert len(lines) == 2  # the header of an empty table
+
+
+@pytest.mark.parametrize("kind, scale, label", [
+    ("regressor", 1.0, "RMSE on the validation data"),
+    ("classifier", 100.0, "error (%) on the validation data")])
+def test_plot_scale_follows_what_the_report_measures(kind, scale, label):
+    metric = "RMSE" if kind == "regressor" else "error"
+    rep = _report(kind=kind, metric=metric, rows=[_row(status="chosen", val_error=0.25)])
+    ax = rep.plot().axes[0]
+    assert ax.get_lines()[0].get_ydata()[0] == pytest.approx(0.25 * scale)
+    assert ax.get_ylabel() == label
+
+
+def test_a_regressor_target_is_printed_as_a_number():
+    rep = _report(kind="regressor", metric="RMSE", mode="tolerance", target_error=0.3)
+    assert rep.table().splitlines()[1] == "target: error <= 0.3"
