@@ -203,3 +203,76 @@ def test_a_kept_section_is_marked_not_re_run_once(mark):
     assert (f"### Ripley {NOT_RERUN}" in once) is mark
     rec.block = once
     assert _kept(rec, mark).count(NOT_RERUN) == int(mark)
+
+
+# -- targets, published cells and a result's markdown --------------------------------------
+@pytest.mark.parametrize("met, verdict", [(True, "yes"), (False, "**no**"), (None, "-"),
+                                          ("yes with sweeps", "yes with sweeps")])
+def test_target_verdicts(met, verdict):
+    assert Target("t", "1", met=met).verdict() == verdict
+
+
+@pytest.mark.parametrize("kw, expected", [
+    (dict(ours=1.5, paper=2.0), {"table": "T", "cell": "c", "ours": 1.5, "paper": 2.0,
+                                 "reason": None}),
+    (dict(ours=None, paper=2.0), {"table": "T", "cell": "c", "ours": None, "paper": 2.0,
+                                  "reason": "not run"}),
+    (dict(ours=None, paper=2.0, reason="too slow"),
+     {"table": "T", "cell": "c", "ours": None, "paper": 2.0, "reason": "too slow"}),
+    (dict(ours=np.float64(1.25), paper=1.0, spread=(np.float32(1.0), 1.5)),
+     {"table": "T", "cell": "c", "ours": 1.25, "paper": 1.0, "reason": None,
+      "spread": [1.0, 1.5]}),
+    (dict(ours=0.9, paper=0.8, higher_is_better=True, note="n", paper_decimals=2),
+     {"table": "T", "cell": "c", "ours": 0.9, "paper": 0.8, "reason": None, "note": "n",
+      "higher_is_better": True, "paper_decimals": 2}),
+])
+def test_published_cells(kw, expected):
+    from sparsekm.reproduce import published_cell
+
+    cell = published_cell("T", "c", **kw)
+    assert cell == expected
+    assert type(cell["ours"]) in (float, type(None))  # numpy scalars become Python's
+    json.dumps(cell)
+
+
+@pytest.mark.parametrize("cell, decimals", [
+    ({"paper_decimals": 2}, 2), ({"paper_decimals": "3"}, 3), ({}, None),
+    ({"table": "no such table", "cell": "x"}, None)])
+def test_printed_decimals_from_the_cell(cell, decimals):
+    from sparsekm.reproduce import printed_decimals
+
+    assert printed_decimals(cell) == decimals
+
+
+@pytest.mark.parametrize("table, cell, decimals", [
+    ("T1", "banana SVM error", 2), ("T1", "banana vectors", None), ("T2", "x error", None)])
+def test_printed_decimals_from_a_tables_suffixes(monkeypatch, table, cell, decimals):
+    from sparsekm import reproduce
+
+    monkeypatch.setitem(reproduce.PRINTED_DECIMALS, "T1", {"error": 2})
+    assert reproduce.printed_decimals({"table": table, "cell": cell}) == decimals
+
+
+def _result(**kw):
+    from sparsekm.reproduce import Result
+
+    return Result(**{"name": "ripley", "title": "Ripley", "table": "| a |\n|---|", **kw})
+
+
+@pytest.mark.parametrize("kw, present, absent", [
+    ({}, ["## Ripley (`sparsekm reproduce ripley`)", "| a |"], ["Run time", "Figure", "Cells"]),
+    (dict(seconds=12.4), ["- Run time: 12 s on this machine."], []),
+    (dict(notes=["one", "two"]), ["- one\n- two"], []),
+    (dict(figures=["f.png"]), ["- Figure: `f.png`"], []),
+    (dict(provenance="3 cells from the cache"), ["- Cells: 3 cells from the cache."], []),
+    (dict(intro="Before."), ["`)\n\nBefore.\n\n| a |"], []),
+    (dict(targets=[Target("err", "5 %", "4 %", False)]),
+     ["| target | ours | paper | met? |", "| err | 5 % | 4 % | **no** |"], []),
+])
+def test_a_results_markdown(kw, present, absent):
+    md = _result(**kw).to_markdown()
+    assert md.endswith("\n")
+    for text in present:
+        assert text in md
+    for text in absent:
+        assert text not in md
