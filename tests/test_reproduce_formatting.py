@@ -276,3 +276,33 @@ def test_a_results_markdown(kw, present, absent):
         assert text in md
     for text in absent:
         assert text not in md
+
+
+# -- the cell cache stores JSON values and says where cells came from ---------------------
+@pytest.mark.parametrize("value, stored", [
+    (1, 1), (1.5, 1.5), ("x", "x"), ([1, 2], [1, 2]), ({"a": [1.0, None]}, {"a": [1.0, None]}),
+    (np.float64(2.5), 2.5), (np.arange(3), [0, 1, 2]), ((1, "b"), [1, "b"])])
+@pytest.mark.parametrize("on_file", [False, True], ids=["memory", "file"])
+def test_a_stored_value_comes_back_as_its_json(tmp_path, value, stored, on_file):
+    cell = f"formatting-test-{on_file}-{stored!r}"  # a key no other test writes
+    cache = CellCache(tmp_path / "c.json" if on_file else None)
+    assert cache.get(cell, {"C": 1}, 0, "code") is None
+    cache.put(cell, {"C": 1}, 0, "code", value, seconds=1.5)
+    assert cache.get(cell, {"C": 1}, 0, "code") == stored
+    if on_file:
+        again = CellCache(tmp_path / "c.json")
+        assert again.get(cell, {"C": 1}, 0, "code") == stored
+        (entry,) = json.loads((tmp_path / "c.json").read_text())["entries"].values()
+        assert entry["seconds"] == 1.5 and entry["cell"] == cell
+
+
+@pytest.mark.parametrize("n, total, line", [
+    (1, None, "1 of 1 cells computed in this run (0.1 min)"),
+    (3, None, "3 of 3 cells computed in this run (0.2 min)"),
+    (2, 5, "2 of 5 cells computed in this run (0.1 min); 3 of 5 cells not run (n/a)"),
+])
+def test_provenance_of_freshly_computed_cells(n, total, line):
+    cache = CellCache(None)
+    for i in range(n):
+        cache.put(f"prov-{n}-{total}-{i}", {}, 0, "code", i, seconds=4.5)
+    assert cache.provenance(total) == line
