@@ -117,3 +117,21 @@ def test_a_budget_of_every_support_vector_keeps_the_original(svc, moons, method)
     assert small.n_vectors_ == n_sv
     np.testing.assert_allclose(small.decision_function(Xv), svc.decision_function(Xv),
                                rtol=1e-12, atol=1e-12)
+
+
+def test_the_candidates_are_the_documented_methods():
+    from sparsekm.compress import CANDIDATES
+
+    assert sorted(CANDIDATES) == sorted(DIRECT + REDUCED_SET)
+
+
+@pytest.mark.parametrize("method", DIRECT + REDUCED_SET)
+def test_each_candidate_says_what_it_is_and_whether_it_needs_training_data(method):
+    """The candidate interface: a name (its key), a label for the report, and needs_train
+    exactly for the direct methods (docs/api.md)."""
+    from sparsekm.compress import CANDIDATES
+
+    cand = CANDIDATES[method]
+    assert cand.name == method
+    assert isinstance(cand.label, str) and cand.label.strip()
+    assert bool(cand.needs_train) is (method in DIRECT)

@@ -23,8 +23,9 @@ from sparsekm.reduced_set import (
 )
 
 KERNELS = {"rbf": RBF(0.5), "poly3": Polynomial(degree=3, coef0=1.0, gamma=0.5),
+           "poly2": Polynomial(degree=2, coef0=1.0),
            "imq": InverseMultiquadric()}
-# the methods docs/reduced_set.md lists for reduce_expansion (stated here, not read from it)
+# the methods docs/api.md lists for reduce_expansion (stated here, not read from the code)
 METHODS = ["construct", "construct+refine", "select-kpca", "select-backward", "select-l1"]
 
 
