@@ -306,3 +306,86 @@ def test_provenance_of_freshly_computed_cells(n, total, line):
     for i in range(n):
         cache.put(f"prov-{n}-{total}-{i}", {}, 0, "code", i, seconds=4.5)
     assert cache.provenance(total) == line
+
+
+# -- the fidelity scoreboard and the run times, from records ----------------------------------
+def _entry(name):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(name=name, section=None, module="no.such.module")
+
+
+def _record(name, cells=(), seconds=None, quick=False, cached=0.0, date=""):
+    from sparsekm.reproduce._report import Record
+
+    return Record(name, "", [], {"cells": list(cells)}, seconds, False, quick, cached, date)
+
+
+def _board_row(cells, quick=False):
+    from sparsekm.reproduce._report import scoreboard
+
+    board = scoreboard({"r": _entry("r")}, {"r": _record("r", cells, quick=quick)})
+    return next(line for line in board.splitlines() if line.startswith("| T |"))
+
+
+@pytest.mark.parametrize("ours, paper, extra, counts", [
+    (5.04, 5.0, {}, (1, 0, 1, 0, "0 (0)")),
+    (4.94, 5.0, {}, (1, 1, 0, 0, "0 (0)")),
+    (5.06, 5.0, {}, (1, 0, 0, 1, "1 (0)")),
+    (6.2, 5.0, {}, (1, 0, 0, 1, "1 (1)")),
+    (5.3, 5.0, {"spread": [4.8, 5.4]}, (1, 0, 1, 0, "0 (0)")),
+    (0.5, 0.8, {"higher_is_better": True}, (1, 0, 0, 1, "1 (1)")),
+    (None, 5.0, {"reason": "too slow"}, (0, 0, 0, 0, "0 (0)")),
+])
+def test_scoreboard_counts_one_cell_by_its_verdict(ours, paper, extra, counts):
+    n_done, better, tie, worse, worse_s = counts
+    assert worse_s.startswith(str(worse))
+    cell = {"table": "T", "cell": "banana error", "ours": ours, "paper": paper, **extra}
+    row = [c.strip() for c in _board_row([cell]).strip("|").split("|")]
+    # | table | cells | reproduced | better | tie | worse (much worse) | ...
+    assert row[1:6] == ["1", str(n_done), str(better), str(tie), worse_s]
+
+
+def test_scoreboard_names_the_worst_cell_lists_much_worse_and_missing_cells():
+    from sparsekm.reproduce._report import scoreboard
+
+    cells = [{"table": "T", "cell": "a", "ours": 5.0, "paper": 5.0},
+             {"table": "T", "cell": "b", "ours": 6.5, "paper": 5.0, "note": "noisy data"},
+             {"table": "T", "cell": "c", "ours": 5.8, "paper": 5.0},
+             {"table": "T", "cell": "d", "ours": None, "paper": 5.0, "reason": "too slow"},
+             {"table": "T", "cell": "e", "ours": 1.0, "paper": None}]  # unpublished: ignored
+    board = scoreboard({"r": _entry("r")}, {"r": _record("r", cells, quick=True)})
+    assert "| T | 4 | 3 | 0 | 1 | 2 (1) | b: 6.5 vs 5 | `r` (--quick) |" in board
+    assert "- T, 1 cell: b (6.5 vs 5). noisy data" in board
+    assert "- T, 1 cell not reproduced: too slow. Cells: d." in board
+
+
+@pytest.mark.parametrize("records", [{}, {"r": None}])
+def test_no_published_cells_no_scoreboard(records):
+    from sparsekm.reproduce._report import scoreboard
+
+    recs = {k: _record(k) for k in records}
+    assert scoreboard({"r": _entry("r")}, recs) == ""
+
+
+@pytest.mark.parametrize("kw, row", [
+    (dict(seconds=30.0), "| `r` | 30 s | 30 s | - | - |"),
+    (dict(seconds=30.0, cached=150.0, date="2026-01-02"),
+     "| `r` | 180 s (3.0 min) | 30 s | 150 s (2.5 min) | 2026-01-02 |"),
+    (dict(seconds=5.0, quick=True), "| `r` (--quick) | 5 s | 5 s | - | - |"),
+    (dict(seconds=None), "| `r` | not run | | | |"),
+])
+def test_run_times_row_of_a_reproduction(kw, row):
+    from sparsekm.reproduce._report import run_times
+
+    text = run_times({"r": _entry("r")}, {"r": _record("r", **kw)})
+    assert row in text.splitlines()
+
+
+def test_run_times_total_counts_only_recorded_times():
+    from sparsekm.reproduce._report import run_times
+
+    reg = {n: _entry(n) for n in ("a", "b", "c")}
+    recs = {"a": _record("a", seconds=100.0, cached=20.0), "b": _record("b", seconds=10.0)}
+    last = run_times(reg, recs).splitlines()[-1]
+    assert last == "| all 2 of 3 with a recorded time | **130 s (2.2 min)** | | | |"
