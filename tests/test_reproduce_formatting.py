@@ -389,3 +389,52 @@ def test_run_times_total_counts_only_recorded_times():
     recs = {"a": _record("a", seconds=100.0, cached=20.0), "b": _record("b", seconds=10.0)}
     last = run_times(reg, recs).splitlines()[-1]
     assert last == "| all 2 of 3 with a recorded time | **130 s (2.2 min)** | | | |"
+
+
+# -- the numbers the prose quotes, read from the results' tables ------------------------------
+_WU = {"USPS": (4.9, 4.4), "Banana": (10.6, 10.8), "Breast Cancer": (27.0, 26.0),
+       "Titanic": (22.4, 22.4), "Waveform": (10.2, 10.0), "German": (24.0, 23.5),
+       "Image": (3.5, 3.0)}  # (SLMC at 10 %, SVM)
+
+
+def _prose_records():
+    rs = ("| SV (original SVM; paper SV-254) | 254 | 1x | 4.4% | 4.0% | - |\n"
+          "| RS2-25 | 25 | 10.2x | 5.38% | 5.0% | - |\n"
+          "| RS2-25 (10.2x) | 4.7% | 5.38% (n = 25) | 4.73% (n = 50) |\n")
+    sel = "| RSS-250 (exact greedy) | 250 | 1.0x | 4.9% | 5.0% | - |\n"
+    cells = [c for col, (slmc, svm) in _WU.items()
+             for c in ({"cell": f"{col} 10% SLMC", "ours": slmc},
+                       {"cell": f"{col} SVM error", "ours": svm})]
+    rec = _record("wu-table1", cells)
+    from sparsekm.reproduce._report import Record
+
+    return {"usps-rs-construct": Record("usps-rs-construct", rs),
+            "usps-rs-select-kpca": Record("usps-rs-select-kpca", sel), "wu-table1": rec}
+
+
+@pytest.mark.parametrize("name, text", [
+    ("usps_svm_error", "4.40 %"), ("rs2_25_factor", "10.2×"), ("rs2_25_error", "5.38 %"),
+    ("rs2_equal_factor", "10×"), ("rs2_equal_n", "50"), ("rs2_equal_error", "4.73 %"),
+    ("exact_greedy_factor", "1×"), ("exact_greedy_error", "4.90 %"),
+    ("slmc10_max_gap", "1.0"),
+    ("slmc10_gaps", "USPS +0.5, Banana -0.2, Breast Cancer +1.0, Titanic +0.0, Waveform +0.2, "
+                    "German +0.5, Image +0.5"),
+])
+def test_generated_values_from_the_results_tables(name, text):
+    from sparsekm.reproduce._prose import generated_values
+
+    assert generated_values(_prose_records())[name] == text
+
+
+@pytest.mark.parametrize("missing, gone", [
+    ("usps-rs-construct", {"usps_svm_error", "rs2_25_factor", "rs2_equal_n"}),
+    ("usps-rs-select-kpca", {"exact_greedy_factor", "exact_greedy_error"}),
+    ("wu-table1", {"slmc10_max_gap", "slmc10_gaps"}),
+])
+def test_a_missing_source_gives_no_value(missing, gone):
+    from sparsekm.reproduce._prose import generated_values
+
+    recs = _prose_records()
+    del recs[missing]
+    values = generated_values(recs)
+    assert not gone & set(values) and values  # the other sources still give theirs
