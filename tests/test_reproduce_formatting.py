@@ -438,3 +438,68 @@ def test_a_missing_source_gives_no_value(missing, gone):
     del recs[missing]
     values = generated_values(recs)
     assert not gone & set(values) and values  # the other sources still give theirs
+
+
+# -- a fresh result rendered as its block, and read back ------------------------------------
+@pytest.mark.parametrize("fig, results_dir, link", [
+    ("docs/figures/x.png", "docs", "figures/x.png"),
+    ("docs/x.png", "docs", "x.png"),
+    ("elsewhere/figs/x.png", "docs", "figs/x.png"),        # outside: folder/file, never ../
+    ("/abs/other/checkout/figures/y.png", "docs", "figures/y.png"),
+])
+def test_figure_links_are_relative_to_the_results_file(fig, results_dir, link):
+    from sparsekm.reproduce._report import figure_link
+
+    assert figure_link(fig, results_dir) == link
+
+
+_RESULT_CASES = {
+    "plain": dict(),
+    "seconds": dict(seconds=42.0),
+    "targets": dict(targets=[Target("error", "5 %", "4.7 %", True),
+                             Target("vectors", "10", "12", "yes with sweeps")]),
+    "data": dict(data={"cells": [{"table": "T", "cell": "c", "ours": 1.5, "paper": 2.0}]}),
+    "cached": dict(seconds=3.0, provenance="2 of 2 cells from the cache (computed 2026-01-01 "
+                   "with code key k under BLAS kernel Haswell and numpy SIMD AVX2; 1.5 min of "
+                   "compute then)"),
+    "notes+figures": dict(notes=["a note"], figures=["figures/f.png"], intro="# Intro"),
+}
+
+
+@pytest.mark.parametrize("quick", [False, True])
+@pytest.mark.parametrize("case", sorted(_RESULT_CASES))
+def test_a_rendered_result_parses_back_to_the_same_record(case, quick):
+    from sparsekm.reproduce._report import record_from_result
+
+    res = _result(**_RESULT_CASES[case])
+    fresh = record_from_result(res, Context(quick=quick), "docs", date="2026-02-03")
+    back = parse_results(f"# Results\n\n{fresh.block}\n")["ripley"]
+    assert back.block == fresh.block
+    assert back.targets == fresh.targets == res.targets
+    assert back.data == fresh.data == res.data
+    assert (back.seconds, back.quick, back.date) == (res.seconds, quick, "2026-02-03")
+    assert back.cached_seconds == fresh.cached_seconds == (90.0 if case == "cached" else 0.0)
+    heading = fresh.block.splitlines()[1]
+    assert heading.startswith("### Ripley") and ("--quick" in heading) is quick
+
+
+@pytest.mark.parametrize("case, line", [
+    ("plain", "Command: `sparsekm reproduce ripley` · run time unknown · 2026-02-03"),
+    ("seconds", "Command: `sparsekm reproduce ripley` · run time 42 s · 2026-02-03"),
+    ("cached", "Command: `sparsekm reproduce ripley` · 2 of 2 cells from the cache"),
+])
+def test_a_blocks_command_line_says_how_long_and_when(case, line):
+    from sparsekm.reproduce._report import record_from_result
+
+    fresh = record_from_result(_result(**_RESULT_CASES[case]), Context(), "docs",
+                               date="2026-02-03")
+    assert fresh.block.splitlines()[3].startswith(line)
+
+
+def test_a_blocks_intro_headings_are_demoted_and_figures_linked():
+    from sparsekm.reproduce._report import record_from_result
+
+    block = record_from_result(_result(**_RESULT_CASES["notes+figures"]), Context(), "docs",
+                               date="2026-02-03").block
+    assert "#### Intro" in block and "\n# Intro" not in block
+    assert "- a note" in block and "![f](figures/f.png)" in block
