@@ -503,3 +503,75 @@ def test_a_blocks_intro_headings_are_demoted_and_figures_linked():
                                date="2026-02-03").block
     assert "#### Intro" in block and "\n# Intro" not in block
     assert "- a note" in block and "![f](figures/f.png)" in block
+
+
+# -- the whole results file ------------------------------------------------------------------
+def _registry():
+    from sparsekm.reproduce import Section
+    from sparsekm.reproduce import _Entry as Entry
+
+    first = Section("First paper", intro="About the first.", order=2,
+                    outro=lambda recs: f"outro of {sorted(recs)}")
+    second = Section("Second paper", order=1,
+                     targets=lambda: [Target("speed", "2x", "-", True)])
+    return {"a": Entry("a", "Table A", None, section=first),
+            "b": Entry("b", "Table B", None, slow=True, section=first),
+            "c": Entry("c", "Table C", None, section=second)}
+
+
+def _fresh(name, **kw):
+    from sparsekm.reproduce._report import record_from_result
+
+    res = _result(name=name, title=f"Title {name}", **kw)
+    return record_from_result(res, Context(), "docs", date="2026-02-03")
+
+
+def test_sections_in_order_with_contents_placeholders_and_outros():
+    from sparsekm.reproduce._report import render_results
+
+    text = render_results(_registry(), {"a": _fresh("a", seconds=2.0)}, run_info="Last run: x")
+    assert text.index("## Second paper") < text.index("## First paper")
+    assert "- Second paper: `c`\n- First paper: `a`, `b` (slow)" in text
+    assert "Last run: x" in text and text.endswith("\n")
+    assert "### Table B (not run yet)" in text and "### Title a" in text
+    assert "outro of ['a']" in text and "About the first." in text
+    assert "| speed | 2x | - | yes | benchmark |" in text
+
+
+@pytest.mark.parametrize("mark_kept", [True, False])
+def test_rewriting_keeps_the_sections_not_re_run(tmp_path, mark_kept):
+    from sparsekm.reproduce._report import write_results
+
+    path = tmp_path / "results.md"
+    targets = [Target("err", "5 %", "4 %", True)]
+    write_results(path, _registry(), {"a": _fresh("a", seconds=2.0, targets=targets)},
+                  run_info="Last run: first")
+    write_results(path, _registry(), {"c": _fresh("c")}, mark_kept=mark_kept)
+    text = path.read_text()
+    assert "Last run: first" in text  # kept from the previous file
+    assert ("### Title a (not re-run)" in text) is mark_kept
+    assert ("| err | 5 % | 4 % | yes | `a` (not re-run) |" in text) is mark_kept
+    records = parse_results(text)
+    assert sorted(records) == ["a", "c"] and records["a"].targets == targets
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_the_docs_index_numbers_follow_the_results(tmp_path):
+    from sparsekm.reproduce._report import update_docs_prose
+
+    page = tmp_path / "index.md"
+    assert update_docs_prose(page, _prose_records()) is False  # no page: nothing
+    page.write_text("SVM <!--g:usps_svm_error-->9 %<!--/g--> and <!--g:zzz-->?<!--/g-->\n")
+    assert update_docs_prose(page, _prose_records()) is True
+    assert page.read_text() == "SVM <!--g:usps_svm_error-->4.40 %<!--/g--> and " \
+                               "<!--g:zzz-->?<!--/g-->\n"
+    assert update_docs_prose(page, _prose_records()) is False  # unchanged the second time
+
+
+@pytest.mark.parametrize("arrays, other", [
+    ((np.zeros(2), np.ones(2)), (np.ones(2), np.zeros(2))),   # order
+    ((np.zeros(2),), (np.zeros(2), np.zeros(2))),             # count
+    ((np.zeros(4),), (np.zeros(2), np.zeros(2))),             # split
+])
+def test_a_fingerprint_sees_the_order_count_and_split_of_arrays(arrays, other):
+    assert data_fingerprint(*arrays) != data_fingerprint(*other)
