@@ -575,3 +575,31 @@ def test_the_docs_index_numbers_follow_the_results(tmp_path):
 ])
 def test_a_fingerprint_sees_the_order_count_and_split_of_arrays(arrays, other):
     assert data_fingerprint(*arrays) != data_fingerprint(*other)
+
+
+_BASE_SRC = 'def f(x):\n    """Doc."""\n    y = x + 1\n    return y * 2\n'
+
+
+@pytest.mark.parametrize("variant, same", [
+    ('def f(x):\n    """Other doc."""\n    y = x + 1\n    return y * 2\n', True),
+    ('def f(x):\n    y = x + 1  # a comment\n    return y * 2\n', True),
+    ('def f(x):\n\n    y = (x\n         + 1)\n    return y*2\n', True),
+    ('def f(x):\n    """Doc."""\n    y = x + 2\n    return y * 2\n', False),
+    ('def f(x):\n    """Doc."""\n    z = x + 1\n    return z * 2\n', False),
+], ids=["docstring", "comment", "layout", "constant", "name"])
+def test_the_code_key_reads_code_not_docs_comments_or_layout(tmp_path, monkeypatch, variant,
+                                                              same):
+    import importlib.util
+
+    from sparsekm.reproduce._cache import _read_normalised
+
+    def load(src, name):
+        (tmp_path / f"{name}.py").write_text(src)
+        spec = importlib.util.spec_from_file_location(name, tmp_path / f"{name}.py")
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod.f
+
+    base = load(_BASE_SRC, f"codekey_base_{abs(hash(variant))}")
+    other = load(variant, f"codekey_variant_{abs(hash(variant))}")
+    assert (_read_normalised(base) == _read_normalised(other)) is same
