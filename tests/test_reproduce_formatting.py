@@ -603,3 +603,107 @@ def test_the_code_key_reads_code_not_docs_comments_or_layout(tmp_path, monkeypat
     base = load(_BASE_SRC, f"codekey_base_{abs(hash(variant))}")
     other = load(variant, f"codekey_variant_{abs(hash(variant))}")
     assert (_read_normalised(base) == _read_normalised(other)) is same
+
+
+# -- the reproductions' own small helpers, on known inputs --------------------------------
+@pytest.mark.parametrize("Z, T, msd", [
+    ([[0.0, 0.0], [1.0, 1.0]], [[0.0, 0.0], [1.0, 1.0]], 0.0),
+    ([[0.0, 0.0], [1.0, 1.0]], [[3.0, 4.0], [1.0, 2.0]], 13.0),   # (25 + 1) / 2
+])
+def test_mean_squared_distance(Z, T, msd):
+    from sparsekm.reproduce.denoising import _msd
+
+    assert _msd(Z, T) == pytest.approx(msd)
+
+
+@pytest.mark.parametrize("p", [0.0, 0.3, 1.0])
+def test_speckle_noise_flips_a_fraction_p_of_pixels_to_black_or_white(p):
+    from sparsekm.reproduce.denoising import add_speckle_noise
+
+    X = np.full((200, 100), 0.25)
+    noisy = add_speckle_noise(X, p, np.random.default_rng(0))
+    changed = noisy != 0.25
+    assert set(np.unique(noisy[changed])) <= {-1.0, 1.0}
+    # binomial: 5 standard deviations of 20,000 draws
+    assert abs(changed.mean() - p) <= 5 * np.sqrt(p * (1 - p) / X.size) + 1e-12
+
+
+@pytest.mark.parametrize("sigma", [0.0, 0.5])
+def test_gaussian_noise_has_the_asked_standard_deviation(sigma):
+    from sparsekm.reproduce.denoising import add_gaussian_noise
+
+    X = np.ones((300, 100))
+    noise = add_gaussian_noise(X, sigma, np.random.default_rng(1)) - X
+    assert noise.std() == pytest.approx(sigma, abs=5 * sigma / np.sqrt(2 * X.size) + 1e-15)
+
+
+@pytest.mark.parametrize("name", ["half circle", "square"])
+def test_clean_curve_points_lie_on_their_curve(name):
+    from sparsekm.reproduce.denoising import _curve_samples, _half_circle, _square
+
+    rng = np.random.default_rng(2)
+    for P in (_curve_samples(name, 400), (_half_circle if name == "half circle" else _square)(
+            300, 0.0, rng)):
+        if name == "half circle":
+            np.testing.assert_allclose(np.hypot(P[:, 0], P[:, 1]), 1.0, rtol=1e-12)
+            assert np.all(P[:, 1] >= -1e-12)
+        else:
+            np.testing.assert_allclose(np.abs(P).max(axis=1), 1.0, rtol=1e-12)
+
+
+@pytest.mark.parametrize("shift", [0.0, 0.1, 0.3])
+def test_chamfer_distance_of_a_shifted_line_is_the_shift(shift):
+    from sparsekm.reproduce.denoising import _chamfer
+
+    C = np.c_[np.linspace(0, 1, 101), np.zeros(101)]
+    assert _chamfer(C + [0.0, shift], C) == pytest.approx(shift, abs=1e-12)
+
+
+def test_chamfer_penalises_points_that_cover_only_part_of_the_curve():
+    from sparsekm.reproduce.denoising import _chamfer
+
+    C = np.c_[np.linspace(0, 1, 101), np.zeros(101)]
+    assert _chamfer(C[:1], C) == pytest.approx(0.25, abs=1e-12)  # (0 + mean x) / 2
+
+
+@pytest.mark.parametrize("x, text", [(0, "0"), (4200, "4.2e3"), (1, "1e0"), (123456, "1.2e5"),
+                                     (0.05, "5e-2")])
+def test_kernel_evaluation_counts_as_mantissa_e_exponent(x, text):
+    from sparsekm.reproduce.franc import _fmt_count
+
+    assert _fmt_count(x) == text
+
+
+@pytest.mark.parametrize("f, y, err", [
+    ([1.0, -1.0, 2.0, -0.5], [1, -1, 1, -1], 0.0),
+    ([1.0, -1.0, 2.0, -0.5], [-1, -1, 1, 1], 0.5),
+    ([0.0, 0.0], [1, -1], 0.5),                      # f = 0 is the negative class
+])
+def test_franc_error_rate_of_decision_values(f, y, err):
+    from sparsekm.reproduce.franc import _err
+
+    assert _err(np.array(f), np.array(y)) == err
+
+
+@pytest.mark.parametrize("x, text", [(None, "n/a"), ("x", "x"), (float("inf"), "inf"),
+                                     (1234.5, "1.23e+03"), (0.5, "0.5"), (2 / 3, "0.667")])
+def test_randomized_numbers(x, text):
+    from sparsekm.reproduce.randomized import _fmt
+
+    assert _fmt(x) == text
+
+
+@pytest.mark.parametrize("vals, means, spread", [
+    ([{"_seed": 0, "error": 0.1}, {"_seed": 0, "error": 0.2}, {"_seed": 1, "error": 0.3}],
+     {0: 15.0, 1: 30.0}, (15.0, 30.0)),
+    ([{"error": 0.1}, {"error": 0.3}], {0: 20.0}, None),          # one seed: no spread
+    ([{"_seed": 2, "error": 0.05}, {"_seed": 1, "error": 0.15}], {1: 15.0, 2: 5.0},
+     (5.0, 15.0)),
+])
+def test_seed_means_and_their_spread(vals, means, spread):
+    from sparsekm.reproduce.slmc import _spread, seed_means
+
+    assert seed_means(vals) == pytest.approx(means)
+    assert list(seed_means(vals)) == sorted(means)
+    assert _spread(vals) == (None if spread is None else pytest.approx(spread))
+    assert _spread(None) is None
