@@ -387,3 +387,28 @@ def test_install_hint_names_the_checkout_form(monkeypatch):
         onnx_export._import_onnx()
     assert "pip install 'sparsekm[onnx]'" in str(exc.value)
     assert "pip install '.[onnx]'" in str(exc.value)
+
+
+def test_pipeline_with_a_compressed_classifier_exports_to_onnx():
+    """The classifier compress returns, put back into its scaler's pipeline, had no
+    skl2onnx converter ('no corresponding converter'); it exports like its base class."""
+    pytest.importorskip("skl2onnx")
+    ort = pytest.importorskip("onnxruntime")
+    from sklearn.datasets import make_blobs
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.svm import SVC
+
+    from sparsekm.onnx_export import to_onnx
+
+    X, y = make_blobs(300, centers=3, cluster_std=2.0, random_state=1)
+    scaler = StandardScaler().fit(X[:100])
+    Z = scaler.transform(X)
+    small = sparsekm.compress(SVC(gamma=0.2).fit(Z[:100], y[:100]), Z[100:200], y[100:200],
+                              n_vectors=6, method="construct", random_state=0, n_init=2,
+                              max_iter=50)
+    pipe = Pipeline([("scale", scaler), ("small", small)])
+    proto = to_onnx(pipe, X[:5], dtype="float64")
+    sess = ort.InferenceSession(proto.SerializeToString())
+    labels = sess.run(None, {"X": X[200:]})[0]
+    np.testing.assert_array_equal(np.ravel(labels), pipe.predict(X[200:]))

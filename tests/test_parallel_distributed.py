@@ -2,7 +2,8 @@
 
 The one-vs-rest fits run on the cluster's worker processes through
 ``joblib.parallel_backend("dask")`` and give exactly the in-memory sequential
-result; a dask array is predicted chunk by chunk on the workers.
+result; a dask array is predicted chunk by chunk on the workers. Each worker's cache
+budget is read from dask's config (``sparsekm.cache-bytes``/``-fraction``).
 """
 
 
@@ -72,3 +73,24 @@ def test_one_vs_rest_fits_on_a_cluster_equal_the_sequential_path(dask_client, bl
         np.testing.assert_array_equal(labels, model.predict(X))
         scores = dask_client.compute(model.decision_function(Xd)).result()
         np.testing.assert_allclose(scores, model.decision_function(X), rtol=1e-12, atol=1e-12)
+
+
+def test_cache_budgets_reads_dask_sizes_and_names_bad_keys():
+    """sparsekm.cache-bytes given as dask writes sizes ('1GiB') failed with "could not
+    convert string to float: '1GiB'"; a non-number fraction did not name its key."""
+    dask = pytest.importorskip("dask")
+    from sparsekm.approx.dask_cluster import cache_budgets
+
+    class Client:
+        def scheduler_info(self):
+            return {"workers": {"w1": {"memory_limit": 3000}, "w2": {"memory_limit": 0}}}
+
+    with dask.config.set({"sparsekm.cache-bytes": "1GiB"}):
+        assert cache_budgets(Client()) == {"w1": 2.0**30, "w2": 2.0**30}
+    with dask.config.set({"sparsekm.cache-bytes": 500}):
+        assert cache_budgets(Client()) == {"w1": 500.0, "w2": 500.0}
+    assert cache_budgets(Client()) == {"w1": 1000.0, "w2": float("inf")}
+    for key, value in (("sparsekm.cache-bytes", "lots"), ("sparsekm.cache-bytes", -1),
+                       ("sparsekm.cache-fraction", "half"), ("sparsekm.cache-fraction", 2)):
+        with dask.config.set({key: value}), pytest.raises(ValueError, match=key):
+            cache_budgets(Client())

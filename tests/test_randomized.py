@@ -717,3 +717,14 @@ def test_reproduction_quick_reports_no_violation(tmp_path):
     res = run(Context(out_dir=tmp_path, quick=True, progress=False))
     assert any("No bound was violated" in n for n in res.notes), res.notes
     assert len(res.figures) == 4 and all(Path(f).exists() for f in res.figures)
+
+
+@pytest.mark.parametrize("sampling", ["none", "quantize", "sparsify"])
+def test_randomized_kpca_s_below_one_refused_by_fit(sampling):
+    """s < 1 was accepted by fit when the sampling does not use it, and the saved model
+    could not be loaded (load checks s >= 1 always)."""
+    from sklearn.datasets import make_moons
+
+    X, _ = make_moons(80, noise=0.25, random_state=0)
+    with pytest.raises(ValueError, match="'s' parameter of RandomizedKernelPCA"):
+        RandomizedKernelPCA(n_components=2, sampling=sampling, s=0.5, random_state=0).fit(X)

@@ -46,3 +46,22 @@ def test_load_usps_virtual_sizes():
     np.testing.assert_array_equal(Xte2, Xte)
     np.testing.assert_array_equal(yte2, yte)
     assert Xv.min() >= -1.0 and Xv.max() <= 1.0
+
+
+def test_shift_images_bad_input_is_named():
+    """shift_images raised 'cannot unpack non-iterable int object' for a single pair given
+    as shifts, 'slice indices must be integers' for a fractional shift, a reshape error
+    for side=-4 (-4 * -4 = 16 passed the shape check)."""
+    from sparsekm.datasets import shift_images
+
+    X = np.arange(32, dtype=float).reshape(2, 16)
+    for kw, match in ((dict(side=-4), "side"), (dict(side=4.0), "side"),
+                      (dict(side=4, shifts=(1, 0)), "shifts must be a sequence"),
+                      (dict(side=4, shifts=[(0.5, 0)]), "pair of ints"),
+                      (dict(side=4, shifts=[(1,)]), "pair of ints"),
+                      (dict(side=4, shifts=[(True, 0)]), "pair of ints")):
+        with pytest.raises(ValueError, match=match):
+            shift_images(X, **kw)
+    down = shift_images(X, 4, [(1, 0)])  # still right: content one row down, -1 enters
+    np.testing.assert_array_equal(down.reshape(2, 4, 4)[:, 1:], X.reshape(2, 4, 4)[:, :-1])
+    assert np.all(down.reshape(2, 4, 4)[:, 0] == -1.0)

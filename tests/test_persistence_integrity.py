@@ -1,4 +1,4 @@
-"""The file format, round three (issue 38): each hole of the review, with a test that failed before.
+"""A loaded file is bounded and consistent, a saved one whole (first found by issue 38).
 
 Memory counted at every reference and decoded object; nested Pipelines linear; a signed
 file verified and decoded from the same bytes, every byte of its container accounted

@@ -1,4 +1,4 @@
-"""The safe format, round two (issue 26): each hole of the review, with a test that failed before.
+"""What load checks before it trusts a file, and how save writes one (first found by issue 26).
 
 Projection sizes from validated integers; constructor parameters checked with the
 estimators' own constraints; duplicate JSON keys, a missing object and a non-integer
