@@ -716,7 +716,7 @@ METHODS = {
 # -- cache ---------------------------------------------------------------------------
 #: The numerical code the cells depend on (the CLI, plotting, persistence, reproductions
 #: and docs tooling are left out, so that editing them keeps the cache).
-_CORE = ("backend.py", "kernels.py", "expansion.py", "preimage.py", "sparse_learning",
+_CORE = ("backend.py", "kernels", "expansion.py", "preimage.py", "sparse_learning",
          "datasets.py",
          "reduced_set", "approx", "models", "utils/validation.py")
 

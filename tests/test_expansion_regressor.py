@@ -20,7 +20,7 @@ Xt = rng.uniform(-2.5, 2.5, size=(30, 2))
 
 
 def test_fit_is_the_nystroem_ridge_pipeline():
-    reg = ExpansionRegressor("rbf", gamma=0.7, n_vectors=15, alpha=0.2, random_state=4).fit(X, y)
+    reg = ExpansionRegressor(kernel="rbf", gamma=0.7, n_vectors=15, alpha=0.2, random_state=4).fit(X, y)
     pipe = make_pipeline(Nystroem(gamma=0.7, n_components=15, random_state=4),
                          Ridge(alpha=0.2)).fit(X, y)
     np.testing.assert_allclose(reg.predict(Xt), pipe.predict(Xt), rtol=1e-8, atol=1e-9)

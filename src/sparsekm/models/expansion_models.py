@@ -16,7 +16,7 @@ expansion (:meth:`from_expansion`, or :func:`sparsekm.compress`), not fitted.
 from __future__ import annotations
 
 import numpy as np
-from sklearn.base import BaseEstimator, OutlierMixin, RegressorMixin, TransformerMixin
+from sklearn.base import BaseEstimator, OutlierMixin, RegressorMixin, TransformerMixin, _fit_context
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
@@ -26,6 +26,7 @@ from ..approx.ridge import nystroem_ridge, ridge_on_landmarks
 from ..expansion import KernelExpansion
 from ..kernels import resolve_kernel
 from ..parallel import dask_rowwise
+from ..utils._deprecation import keyword_only_args
 from ..utils.validation import check_scalar, validate_X
 
 __all__ = ["ExpansionRegressor", "ExpansionOutlierDetector", "ExpansionTransformer"]
@@ -103,7 +104,8 @@ class ExpansionRegressor(RegressorMixin, BaseEstimator):
         **KERNEL, "n_vectors": POSITIVE_INT, "landmarks": [StrOptions({"uniform", "kmeans"})],
         "alpha": NON_NEGATIVE, "random_state": RANDOM_STATE}
 
-    def __init__(self, kernel=None, *, gamma="scale", degree=3, coef0=0.0, n_vectors=100,
+    @keyword_only_args
+    def __init__(self, *, kernel=None, gamma="scale", degree=3, coef0=0.0, n_vectors=100,
                  landmarks="uniform", alpha=1.0, random_state=None):
         self.kernel = kernel
         self.gamma = gamma
@@ -114,6 +116,7 @@ class ExpansionRegressor(RegressorMixin, BaseEstimator):
         self.alpha = alpha
         self.random_state = random_state
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Nyström landmarks and ridge regression on their features.
 
