@@ -54,3 +54,24 @@ def dask_client():
                                   dashboard_address=None, silence_logs=logging.ERROR) as cluster:
         with distributed.Client(cluster) as client:
             yield client
+
+
+# -- the small fitted model the persistence format tests save, edit and load ---------------
+@pytest.fixture(scope="module")
+def data():
+    """60 rows, 4 features, 3 classes (tests that need other data define their own)."""
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(60, n_features=4, n_informative=3, n_redundant=0, n_classes=3,
+                               random_state=0)
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def kfd(data):
+    """A binary KernelFisherDiscriminant fitted on :func:`data`."""
+    from sparsekm.kernels import RBF
+    from sparsekm.models import KernelFisherDiscriminant
+
+    X, y = data
+    return KernelFisherDiscriminant(kernel=RBF(0.5)).fit(X, y == 1)

@@ -25,7 +25,6 @@ import zipfile
 
 import numpy as np
 import pytest
-from sklearn.datasets import make_classification
 from sklearn.decomposition import PCA
 from sklearn.multiclass import OneVsOneClassifier, OneVsRestClassifier
 from sklearn.pipeline import Pipeline, make_pipeline
@@ -41,19 +40,6 @@ from .test_persistence_hardening import _edit, _members, _write
 UnverifiedSignatureWarning = getattr(persistence, "UnverifiedSignatureWarning", UserWarning)
 
 KEY = b"issue 26 key"
-
-
-@pytest.fixture(scope="module")
-def data():
-    X, y = make_classification(60, n_features=4, n_informative=3, n_redundant=0, n_classes=3,
-                               random_state=0)
-    return X, y
-
-
-@pytest.fixture(scope="module")
-def kfd(data):
-    X, y = data
-    return KernelFisherDiscriminant(kernel=RBF(0.5)).fit(X, y == 1)
 
 
 def _peak(fn):

@@ -26,19 +26,6 @@ from .test_persistence_hardening import _edit, _members, _write
 KEY = b"issue 38 key"
 
 
-@pytest.fixture(scope="module")
-def data():
-    X, y = make_classification(60, n_features=4, n_informative=3, n_redundant=0, n_classes=3,
-                               random_state=0)
-    return X, y
-
-
-@pytest.fixture(scope="module")
-def kfd(data):
-    X, y = data
-    return KernelFisherDiscriminant(kernel=RBF(0.5)).fit(X, y == 1)
-
-
 def _tmp_files(d):
     return [n for n in os.listdir(d) if n.endswith(".skm-tmp")]
 
