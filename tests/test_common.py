@@ -69,9 +69,57 @@ def test_every_public_estimator_is_checked():
     assert set(_EXPECTED_FAILED) <= {type(e).__name__ for e in ESTIMATORS}
 
 
+_ARRAY_API_CHILD = """
+import json, sys, warnings
+from sklearn.utils.estimator_checks import check_array_api_input
+import tests.conftest as cf
+import tests.test_common as tc
+out = {}
+for cls in cf.public_estimators():
+    est = cls(**tc._CHECK_PARAMS.get(cls.__name__, {}))
+    for kw in json.loads(sys.argv[1]):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                check_array_api_input(cls.__name__, est, **kw)
+            out[cls.__name__ + repr(sorted(kw.items()))] = "ok"
+        except Exception as exc:
+            out[cls.__name__ + repr(sorted(kw.items()))] = f"{type(exc).__name__}: {exc}"
+print(json.dumps(out))
+"""
+_array_api_results = {}
+
+
+def _array_api_in_child(estimator, kwargs):
+    """scikit-learn runs ``check_array_api_input`` only when ``SCIPY_ARRAY_API=1`` was set
+    before scipy was imported (it changes scipy for the whole process), so in this process
+    it would skip on every run: it runs, for every estimator at once, in one child process
+    with that setting; each parametrization asserts its own estimator's outcome."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    key = type(estimator).__name__ + repr(sorted(kwargs.items()))
+    if key not in _array_api_results:
+        root = Path(__file__).resolve().parents[1]
+        env = {**os.environ, "SCIPY_ARRAY_API": "1", "OMP_NUM_THREADS": "1"}
+        env["PYTHONPATH"] = os.pathsep.join([str(root), env.get("PYTHONPATH", "")])
+        res = subprocess.run([sys.executable, "-c", _ARRAY_API_CHILD, json.dumps([kwargs])],
+                             capture_output=True, text=True, cwd=root, env=env, timeout=600)
+        assert res.returncode == 0, res.stderr[-2000:]
+        _array_api_results.update(json.loads(res.stdout.strip().splitlines()[-1]))
+    assert _array_api_results[key] == "ok", _array_api_results[key]
+
+
 @parametrize_with_checks(ESTIMATORS, expected_failed_checks=_expected_failed_checks,
                          xfail_strict=True)
 def test_sklearn_compatible_estimator(estimator, check):
+    name = getattr(check, "func", check).__name__
+    if name == "check_array_api_input" and "SCIPY_ARRAY_API" not in __import__("os").environ:
+        _array_api_in_child(estimator, dict(getattr(check, "keywords", {})))
+        return
     check(estimator)
 
 
