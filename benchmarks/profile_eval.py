@@ -104,10 +104,13 @@ def main(argv=None):
                "float32": breakdown(np.float32, args.repeat, rng)}
         text = call_profile(rng)
     RESULTS.mkdir(parents=True, exist_ok=True)
-    if text is not None:
-        (RESULTS / "profile_eval.txt").write_text(text)
-        print(text)
     write_results((RESULTS / "profile_eval.json"), out, indent=2)
+    if text is not None:
+        # the profile's provenance: the stamp just written to profile_eval.json
+        commit = out["provenance"].get("commit")
+        (RESULTS / "profile_eval.txt").write_text(
+            f"# commit {commit}; provenance: profile_eval.json (same run)\n{text}")
+        print(text)
     print(json.dumps(out, indent=2))
     return out
 

@@ -57,6 +57,15 @@ def test_numpy_cpu_features_are_numpys_own():
     assert set(f["baseline"]) <= set(f["enabled"])
 
 
+def test_every_results_text_file_names_its_commit():
+    """Results that are not JSON (a profiler's text) name the commit on their first line."""
+    texts = [p for p in (ROOT / "benchmarks" / "results").rglob("*") if p.is_file()
+             and p.suffix != ".json"]
+    for p in texts:
+        first = p.read_text(encoding="utf-8").splitlines()[0]
+        assert re.match(r"# commit [0-9a-f]{7,40}", first), (p, first)
+
+
 def test_every_results_file_carries_a_provenance_block(restamp):
     files = restamp.results_files()
     assert len(files) > 40
