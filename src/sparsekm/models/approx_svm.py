@@ -28,7 +28,7 @@ from ..expansion import KernelExpansion
 from ..parallel import is_dask_array
 from ..persistence import register, spec
 from ..utils._deprecation import keyword_only_args
-from ..utils.validation import check_scalar, validate_X
+from ..utils.validation import validate_X
 from ._base import (
     BINARY_PERSIST_ATTRS,
     BinaryExpansionClassifier,
@@ -258,14 +258,8 @@ class ApproxSVC(BinaryExpansionClassifier):
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Approximate the training set, train the linear SVM on ``Gamma``, map back."""
-        C = check_scalar(self.C, "C", "ApproxSVC", lower=0.0, lower_inclusive=False)
-        if self.basis not in _BASES:
-            raise ValueError(f"The 'basis' parameter of ApproxSVC must be one of {_BASES}. "
-                             f"Got {self.basis!r} instead.")
-        if self.solver not in _SOLVERS:
-            raise ValueError(f"The 'solver' parameter of ApproxSVC must be one of {_SOLVERS}. "
-                             f"Got {self.solver!r} instead.")
-        max_iter = check_scalar(self.max_iter, "max_iter", "ApproxSVC", kind="int", lower=-1)
+        # C, basis, solver, max_iter, ...: checked by _parameter_constraints (_fit_context)
+        C, max_iter = float(self.C), int(self.max_iter)
         if is_dask_array(X):
             fit = approx_svc_fit_distributed(
                 self, X, y, C, max_iter=1000 if max_iter == -1 else max_iter,

@@ -27,7 +27,7 @@ from ..expansion import KernelExpansion
 from ..kernels import resolve_kernel
 from ..parallel import dask_rowwise
 from ..utils._deprecation import keyword_only_args
-from ..utils.validation import check_scalar, validate_X
+from ..utils.validation import validate_X
 
 __all__ = ["ExpansionRegressor", "ExpansionOutlierDetector", "ExpansionTransformer"]
 
@@ -129,12 +129,7 @@ class ExpansionRegressor(RegressorMixin, BaseEstimator):
         -------
         self
         """
-        owner = type(self).__name__
-        check_scalar(self.n_vectors, "n_vectors", owner, kind="int", lower=1)
-        check_scalar(self.alpha, "alpha", owner, lower=0)
-        if self.landmarks not in ("uniform", "kmeans"):
-            raise ValueError(f"The 'landmarks' parameter of {owner} must be 'uniform' or "
-                             f"'kmeans'. Got {self.landmarks!r} instead.")
+        # n_vectors, alpha, landmarks, kernel: checked by _parameter_constraints (_fit_context)
         X, y = validate_X(self, X, y, y_numeric=True)
         y = column_or_1d(y, warn=True).astype(np.float64)
         X = np.asarray(X, dtype=np.float64)
