@@ -35,12 +35,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _benchutil import write_results  # noqa: E402
+from bench_fast_winners import nystroem_peer  # noqa: E402  (the same peer)
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "compress.json"
 SEED = 0
 VAL_FRACTION = 0.15
-C_GRID = (0.1, 1.0, 10.0, 100.0)
 
 
 def _data(name):
@@ -61,33 +61,11 @@ def _split(Xtr, ytr):
 
 
 def _peer(kind, X_fit, y_fit, X_val, y_val, X_test, y_test, gamma, budget):
-    """Nystrom (``kind`` landmarks) + LinearSVC, C on the validation rows; CPU s of all
-    fits and validation predictions."""
-    from scipy import linalg
-    from sklearn.cluster import KMeans
-    from sklearn.metrics.pairwise import rbf_kernel
-    from sklearn.svm import LinearSVC
-    t = time.process_time()
-    if kind == "kmeans":
-        Z = KMeans(n_clusters=budget, n_init=1, random_state=SEED).fit(X_fit).cluster_centers_
-    else:
-        Z = X_fit[np.random.default_rng(SEED).choice(X_fit.shape[0], budget, replace=False)]
-    w, V = linalg.eigh(rbf_kernel(Z, gamma=gamma))
-    keep = w > 1e-12 * w.max()
-    M = V[:, keep] / np.sqrt(w[keep])
-
-    def tr(X):
-        return rbf_kernel(X, Z, gamma=gamma) @ M
-    F_fit, F_val = tr(X_fit), tr(X_val)
-    best = None
-    for C in C_GRID:
-        clf = LinearSVC(C=C, max_iter=5000, random_state=SEED).fit(F_fit, y_fit)
-        err = float(np.mean(clf.predict(F_val) != y_val))
-        if best is None or err < best[0]:
-            best = (err, C, clf)
-    secs = time.process_time() - t
-    return {"kind": kind, "seconds": secs, "C": best[1], "val_error": best[0],
-            "test_error": float(np.mean(best[2].predict(tr(X_test)) != y_test))}
+    """Nystrom (``kind`` landmarks) + LinearSVC, C on the validation rows: the peer of
+    ``bench_fast_winners`` (and ``bench_many_classes``); CPU s of all fits and validation
+    predictions."""
+    return {"kind": kind, **nystroem_peer(X_fit, y_fit, X_val, y_val, X_test, y_test, gamma,
+                                          budget, landmarks=kind, seed=SEED)}
 
 
 _CALL = """
