@@ -75,13 +75,18 @@ def avx512_targets(python=sys.executable):
     return [d for d in info.get("dispatch", []) if d.startswith("AVX512") or d == "X86_V4"]
 
 
-def _numpy_probe(python, env):
-    out = subprocess.run([python, "-c", _NUMPY_PROBE], env=env, cwd=ROOT, capture_output=True,
+def _run_probe(python, env, code, on_error):
+    """The JSON a probe script prints in ``env``; ``on_error(message)`` when it prints none."""
+    out = subprocess.run([python, "-c", code], env=env, cwd=ROOT, capture_output=True,
                          text=True, check=False)
     try:
         return json.loads(out.stdout)
     except json.JSONDecodeError:
-        return {"error": (out.stderr or out.stdout)[-500:]}
+        return on_error((out.stderr or out.stdout)[-500:])
+
+
+def _numpy_probe(python, env):
+    return _run_probe(python, env, _NUMPY_PROBE, lambda msg: {"error": msg})
 
 
 def _env(kernel, omp, numpy_mode="native", python=sys.executable, pythonwarnings=None):
@@ -102,12 +107,7 @@ def _env(kernel, omp, numpy_mode="native", python=sys.executable, pythonwarnings
 
 def _probe(python, env):
     """The BLAS libraries threadpoolctl reports in ``env`` (kernel actually in use)."""
-    out = subprocess.run([python, "-c", _PROBE], env=env, cwd=ROOT, capture_output=True,
-                         text=True, check=False)
-    try:
-        return json.loads(out.stdout)
-    except json.JSONDecodeError:
-        return [{"error": (out.stderr or out.stdout)[-500:]}]
+    return _run_probe(python, env, _PROBE, lambda msg: [{"error": msg}])
 
 
 def _counts(xml_path):
