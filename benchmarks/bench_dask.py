@@ -114,7 +114,7 @@ def main(argv=None):
 
     with distributed.LocalCluster(n_workers=args.workers, threads_per_worker=1,
                                   processes=True, memory_limit=f"{args.worker_memory_gib}GiB",
-                                  dashboard_address=None, silence_logs=logging.ERROR) as cluster, \
+                                  dashboard_address=":0", silence_logs=logging.ERROR) as cluster, \
             distributed.Client(cluster) as client:
         # Warm the workers (imports) before timing.
         client.compute(psi.decision_function(X[:10])).result()

@@ -142,7 +142,7 @@ def main(argv=None):
              "equality": [], "worker_killed": []}
     f_ref = ref.decision_function(Xt)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None,
+                                  dashboard_address=":0",
                                   silence_logs=logging.CRITICAL) as cluster, \
             distributed.Client(cluster) as client:
         for name, chunks in CHUNKINGS.items():

@@ -152,7 +152,7 @@ def _cache_run(args, n, mode, worker_gib, params, X_test, y_test, ref):
         mode, worker_gib / 3.0)  # GiB per worker; the default rule is 1/3 of the limit
     cfg = {"sparsekm.cache-bytes": budget * GiB} if mode in ("off", "partial-headroom") else {}
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  memory_limit=f"{worker_gib}GiB", dashboard_address=None,
+                                  memory_limit=f"{worker_gib}GiB", dashboard_address=":0",
                                   silence_logs=logging.ERROR) as cluster, \
             distributed.Client(cluster) as client, dask.config.set(cfg):
         client.run(_worker_pids)  # warm the workers
@@ -292,7 +292,7 @@ def main(argv=None):
 
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   memory_limit=f"{args.worker_memory_gib}GiB",
-                                  dashboard_address=None, silence_logs=logging.ERROR) as cluster, \
+                                  dashboard_address=":0", silence_logs=logging.ERROR) as cluster, \
             distributed.Client(cluster) as client:
         client.run(_worker_pids)  # warm the workers
         for n in args.sizes:

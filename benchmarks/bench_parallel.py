@@ -90,7 +90,7 @@ def main(argv=None):
     from distributed import Client, LocalCluster
 
     with LocalCluster(n_workers=W, threads_per_worker=1, processes=True,
-                      dashboard_address=None, silence_logs=logging.ERROR) as cluster, \
+                      dashboard_address=":0", silence_logs=logging.ERROR) as cluster, \
             Client(cluster):
         for name, make in systems.items():
             # Each path once untimed first: worker start-up and imports are not measured

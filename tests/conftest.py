@@ -47,13 +47,28 @@ def public_estimators():
 
 
 @pytest.fixture(scope="session")
-def dask_client():
+def _dask_session_client():
     """One real ``dask.distributed`` cluster (2 worker processes) for the whole run."""
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None, silence_logs=logging.ERROR) as cluster:
+                                  dashboard_address=":0", silence_logs=logging.ERROR) as cluster:
         with distributed.Client(cluster) as client:
             yield client
+
+
+@pytest.fixture
+def dask_client(_dask_session_client):
+    """The session's client, made the current one for this test, with both workers up.
+
+    Tests elsewhere start, and SIGKILL workers of, clusters of their own in the same
+    process (``test_dask_worker_loss.py``); the fits find their client through
+    ``distributed.get_client()``, so each test names the shared one explicitly and waits
+    until its two workers are there, whatever ran before it.
+    """
+    client = _dask_session_client
+    with client.as_current():
+        client.wait_for_workers(2, timeout=120)
+        yield client
 
 
 # -- the small fitted model the persistence format tests save, edit and load ---------------

@@ -199,7 +199,7 @@ def test_distributed_paths_validate(dask_client, data):
 
 
 def test_a_closed_cluster_is_a_clear_error(data):
-    with distributed.LocalCluster(n_workers=1, processes=False, dashboard_address=None,
+    with distributed.LocalCluster(n_workers=1, processes=False, dashboard_address=":0",
                                   silence_logs=logging.ERROR) as cluster:
         client = distributed.Client(cluster, set_as_default=False)
         assert get_client(client) is client

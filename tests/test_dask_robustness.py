@@ -64,7 +64,7 @@ def no_client_compute(monkeypatch):
 def private_cluster():
     """A cluster of its own (one in-process worker) that a test may close."""
     cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
-                                       dashboard_address=None, silence_logs=logging.ERROR)
+                                       dashboard_address=":0", silence_logs=logging.ERROR)
     client = distributed.Client(cluster, set_as_default=False)
     yield cluster, client
     client.close()

@@ -49,7 +49,7 @@ def cluster():
     """2 fresh worker processes per test: no test waits for another's restarted worker."""
     with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
         with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                      dashboard_address=None,
+                                      dashboard_address=":0",
                                       silence_logs=logging.CRITICAL) as cl:
             with distributed.Client(cl) as client, client.as_current():
                 client.wait_for_workers(2, timeout=120)
