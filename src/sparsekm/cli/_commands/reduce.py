@@ -86,11 +86,11 @@ def _reduce_plan(args, psi):
             f"{opt} applies to models with several outputs; {args.model} has one "
             "(-n is its number of vectors)"))
     shared = multi and not args.per_class
-    n_distinct = psi.compress().n_terms
+    n_distinct = psi.merge_duplicates().n_terms
     n = args.n_vectors
     if args.method == "select-kpca":
         sizes = [n_distinct] if (shared or not multi) else [
-            psi.output(k).compress().n_terms for k in range(psi.n_outputs)]
+            psi.output(k).merge_duplicates().n_terms for k in range(psi.n_outputs)]
         work = sum(float(m) ** 3 for size in sizes for m in range(min(n, size) + 1, size + 1))
         if work > _KPCA_MAX_WORK:
             raise SystemExit(usage_error(
@@ -154,14 +154,14 @@ def cmd_reduce(args):
     clf = model if isinstance(model, ExpansionClassifier) else None
     psi = clf.expansion if clf is not None else model
     shared, n = _reduce_plan(args, psi)
-    n_before = psi.compress().n_terms
+    n_before = psi.merge_duplicates().n_terms
     if not args.quiet:
         print(f"loaded {args.model}: {source}, {n_before} distinct vectors, {psi.n_outputs} "
               f"output(s)" + (f" ({clf.scheme}, {len(clf.classes)} classes)" if clf else ""),
               flush=True)
     res = reduce_expansion(psi, n, method=args.method, shared=shared, random_state=args.seed)
     reduced = res.expansion
-    n_after = reduced.compress().n_terms
+    n_after = reduced.merge_duplicates().n_terms
     if clf is not None:
         out = ExpansionClassifier(reduced, clf.classes, scheme=clf.scheme,
                                   decision_function_shape=clf.decision_function_shape,
@@ -208,7 +208,7 @@ def cmd_reduce(args):
           + (", ".join(f"{v:.3g}" for v in rel) if rel.size <= 10 else
              f"mean {rel.mean():.3g}, max {rel.max():.3g} over {rel.size} outputs"))
     # never useless in silence: with no data given, judged on the original's own vectors
-    V = np.asarray(psi.compress().vectors, dtype=np.float64)
+    V = np.asarray(psi.merge_duplicates().vectors, dtype=np.float64)
     if clf is not None:
         agree = float(np.mean(out.predict(V) == clf.predict(V)))
         print(f"agreement with the original on its {V.shape[0]} vectors: {100 * agree:.1f} % "
