@@ -176,9 +176,8 @@ def _rvm_estimator(C, kernel, random_state):
                         refit=True, error_score="raise")
 
 
-# USPS RVM (Table 1, first column). RVC (Tipping 2001) starts from all 7291 basis functions:
-# one fit on one one-vs-rest problem had not finished its first alpha re-estimation after
-# 200 s CPU. The cell uses FastRVC (Tipping & Faul 2003, the same model and marginal
+# USPS RVM (Table 1, first column). RVC (Tipping 2001) starts from all 7291 basis functions,
+# too slow at that size (measurements: CHANGELOG, issue 35). The cell uses FastRVC (Tipping & Faul 2003, the same model and marginal
 # likelihood, maximised one alpha_i at a time) instead, with the SVM's kernel RBF(1/128):
 # the ten one-vs-rest fits take a quarter of an hour or so (the cell cache records the time;
 # the table's note quotes it), so the IDA protocol (gamma by 5-fold CV over 5 factors:
@@ -264,7 +263,8 @@ def _run(name, split, ratio, method, cache, ctx, compute=True, seed=None):
 #: k-means initial XVs, the CV folds of SKFD's mu): each of their cells is the mean over
 #: ``ctx.seeds`` seeds (``ctx.seed``, ``ctx.seed + 1``, ...) x the paper's splits, shown with
 #: the range of the per-seed means. The SVM is deterministic; the RVM rows (Table 1) use
-#: ``ctx.seed`` only (its CV folds; one seed of the Image cells alone took 59 min).
+#: ``ctx.seed`` only (its CV folds; one seed of a large set's cells takes the better part of
+#: an hour, see CHANGELOG, issue 35).
 SEEDED = frozenset({"rs", "mrs", "rsvm", "mrsvm", "slmc", "slmc_kmeans", "skfd", "skfd_cv"})
 
 

@@ -41,15 +41,14 @@ MIN_AGREEMENT = 0.9
 
 
 #: select-kpca computes one eigendecomposition of the remaining Gram matrix per removed
-#: vector (eq. 63-65): sum of m^3 over the removals. Above this, refused up front.
-#: Measured on the shared development machine: 548 vectors (the demo's digits SVC) down to
-#: 5, sum 2.2e10, ran over 12 minutes without finishing; 1e9 is about 250 vectors.
+#: vector (eq. 63-65): sum of m^3 over the removals. Above this (about 250 vectors),
+#: refused up front: the work runs into many minutes (measurements: CHANGELOG, issue 35).
 _KPCA_MAX_WORK = 1.0e9
 
 
 #: select-l1 with one shared set (eq. 70-73, accelerated proximal gradient over a lambda
-#: bisection): measured on one core, N^4 x outputs = 6.6e12 (USPS one-vs-one, 618 vectors,
-#: 45 pairs) took 66 s and 1.5e11 (digits, 240 vectors) 1 s; refused above ~2-3 minutes.
+#: bisection) costs about N^4 x outputs; refused above what runs in ~2-3 minutes on one
+#: core (measurements: CHANGELOG, issue 35).
 _L1_MULTI_MAX_WORK = 1.5e13
 
 
