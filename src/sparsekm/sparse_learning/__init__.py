@@ -26,6 +26,7 @@ from .fixed_z import (
     whitening_transform,
 )
 from .full_svm import full_svm_expansion, svm_dual_objective
+from .sparse_kfd import skfd_gradient, skfd_objective, skfd_optimize
 from .svm_marginal import (
     OptimizeResult,
     slmc_gradient,
@@ -34,7 +35,6 @@ from .svm_marginal import (
     slmc_shared_objective,
     slmc_shared_optimize,
 )
-from .sparse_kfd import skfd_gradient, skfd_objective, skfd_optimize
 
 __all__ = [
     "FixedZSolution",
