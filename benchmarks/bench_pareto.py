@@ -265,7 +265,7 @@ def m_rs_construct(ctx, budgets, shared=False):
         t2 = time.perf_counter()
         red = prefix(m)
         variant, val, test, by = _best_variant(ctx, b, _threshold_variants(ctx, red))
-        out[b] = _cell(ctx, val, test, red.compress().n_terms,
+        out[b] = _cell(ctx, val, test, red.merge_duplicates().n_terms,
                        seconds + time.perf_counter() - t2, variant, by,
                        note="all budgets from one construction (its time counted in full "
                             "for each budget)")
@@ -286,7 +286,7 @@ def _reduce_each(ctx, budgets, method, shared=False):
         red = reduce_expansion(psi, m, method=method, shared=shared, random_state=SEED).expansion
         seconds = time.perf_counter() - t
         variant, val, test, by = _best_variant(ctx, b, _threshold_variants(ctx, red))
-        out[b] = _cell(ctx, val, test, red.compress().n_terms, seconds, variant, by)
+        out[b] = _cell(ctx, val, test, red.merge_duplicates().n_terms, seconds, variant, by)
     return out
 
 
@@ -337,7 +337,7 @@ def m_rs_construct_refine_shared(ctx, budgets):
                 cands.append((v, build))
         variant, val, test, by = _best_variant(ctx, b, cands)
         red = stage(int(variant.split("<= ")[1].split(" ")[0]))[0]
-        out[b] = _cell(ctx, val, test, red.compress().n_terms, timing[variant], variant, by)
+        out[b] = _cell(ctx, val, test, red.merge_duplicates().n_terms, timing[variant], variant, by)
     return out
 
 
@@ -403,7 +403,7 @@ def m_slmc_shared(ctx, budgets, init="kmeans"):
         seconds = time.perf_counter() - t
         variant, val, test, by = _best_variant(ctx, b, [(f"shared, {init} init, C of the SVC",
                                                          lambda clf=clf: clf.predict)])
-        out[b] = _cell(ctx, val, test, clf.expansion_.compress().n_terms, seconds, variant, by,
+        out[b] = _cell(ctx, val, test, clf.expansion_.merge_duplicates().n_terms, seconds, variant, by,
                        n_iter=int(clf.n_iter_[0]))
     return out
 
@@ -511,7 +511,7 @@ def m_compress_auto(ctx, budgets):
                 votes = Counter(v for m, v in _COMPRESS_CHOICES.get((ctx.name, b), [])
                                 if m == name)
                 variant = votes.most_common(1)[0][0]
-                if method == "original" and exact.expansion.compress().n_terms > b:
+                if method == "original" and exact.expansion.merge_duplicates().n_terms > b:
                     # chosen on a fold whose SVC had at most b vectors; the SVC refitted on
                     # all training data has more: its reduced set at the budget stands in
                     method, variant = "construct", "b kept"
@@ -539,7 +539,7 @@ def m_compress_auto(ctx, budgets):
             ctx.forced[b] = used  # the same dict as _select_and_refit's choice: see above
             secs = time.perf_counter() - t
             test = float(np.mean(clf.predict(ctx.X_test) != ctx.y_test))
-            out[b] = _cell(ctx, None, test, clf.expansion.compress().n_terms, secs,
+            out[b] = _cell(ctx, None, test, clf.expansion.merge_duplicates().n_terms, secs,
                            used, {}, detail=f"{method}, {variant}", rebuild_refused=refused)
             continue
         t = time.perf_counter()
@@ -776,7 +776,7 @@ def _full_svcs(ctx):
     fitting data (the final context: all training data)."""
     from sklearn.svm import SVC
     est, seconds = ctx.svc_ovr()
-    n_ovr = ctx.psi().compress().n_terms
+    n_ovr = ctx.psi().merge_duplicates().n_terms
     rows = {"svc_ovr": {"test_error": ctx.errors(est.predict)[1], "n_evals": int(n_ovr),
                         "fit_seconds": seconds, "time_ratio_to_svc_ovr": 1.0}}
     if ctx.multiclass:

@@ -191,7 +191,7 @@ def run(sizes, schemes, budgets, method, out_path):
                        "n_sv": int(psi.n_terms), "n_outputs": int(psi.n_outputs),
                        "svc_fit_s": svc_s, "compress_s": compress_s,
                        "compress_over_svc": compress_s / svc_s,
-                       "n_vectors": int(small.compress().n_terms), "error_full": err_full,
+                       "n_vectors": int(small.merge_duplicates().n_terms), "error_full": err_full,
                        "error_small": float(np.mean(predict(Xte) != yte)),
                        "peer_error": peer_err, "peer_s": peer_s, "peer_C": peer_C,
                        "peak_rss_mb": _peak_rss_mb(), "load_1min": os.getloadavg()[0],

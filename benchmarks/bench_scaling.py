@@ -322,9 +322,9 @@ def _inner_svm_share(X, y, Z0, kernel, C, max_iter):
     which solver path each inner solve took (interior point, warm active set, ...)
     and the interior-point Newton steps (one Cholesky factorisation each).
     """
-    from sparsekm.sparse_learning import fixed_z, slmc
+    from sparsekm.sparse_learning import fixed_z, svm_marginal
 
-    original, original_linalg = slmc.fixed_z_svm, fixed_z.linalg
+    original, original_linalg = svm_marginal.fixed_z_svm, fixed_z.linalg
     spent, methods = [0.0], {}
 
     class CountingLinalg:
@@ -344,11 +344,11 @@ def _inner_svm_share(X, y, Z0, kernel, C, max_iter):
         methods[sol.extra["method"]] = methods.get(sol.extra["method"], 0) + 1
         return sol
 
-    slmc.fixed_z_svm, fixed_z.linalg = wrapped, CountingLinalg()
+    svm_marginal.fixed_z_svm, fixed_z.linalg = wrapped, CountingLinalg()
     try:
-        r = slmc.slmc_optimize(X, y, Z0, kernel, C, max_iter=max_iter, tol=0.0)
+        r = svm_marginal.slmc_optimize(X, y, Z0, kernel, C, max_iter=max_iter, tol=0.0)
     finally:
-        slmc.fixed_z_svm, fixed_z.linalg = original, original_linalg
+        svm_marginal.fixed_z_svm, fixed_z.linalg = original, original_linalg
     methods["newton_steps_per_evaluation"] = CountingLinalg.n_cholesky / r.n_evals
     return spent[0] / r.n_evals, methods
 

@@ -65,7 +65,7 @@ def _load():
 def _slmc(Xtr, ytr, Xte, yte, Z0):
     from sparsekm.kernels import RBF
     from sparsekm.models import SLMC
-    from sparsekm.sparse_learning import slmc as slmc_mod
+    from sparsekm.sparse_learning import svm_marginal as slmc_mod
     methods = collections.Counter()
     # (named ``_solve_features`` before issue 35)
     name = "solve_features" if hasattr(slmc_mod, "solve_features") else "_solve_features"

@@ -270,7 +270,7 @@ def test_reduce_per_class_and_option_refusals(digits_models, capsys):
     captured = capsys.readouterr()
     out = captured.out
     clf = sparsekm.load(d / "pc.skm")
-    assert clf.scheme == "ovr" and clf.expansion.compress().n_terms == 30
+    assert clf.scheme == "ovr" and clf.expansion.merge_duplicates().n_terms == 30
     assert "3 per output" in out and "-> 30 distinct vectors" in out
     # larger than the -n asked: warned, with both numbers (issue 39)
     assert "has 30 distinct vectors" in captured.err and "more than the 3 asked" in captured.err
@@ -321,7 +321,7 @@ def test_reduce_methods_on_binary_ovr_ovo(digits_models, capsys, monkeypatch, tm
             assert main(["--quiet", "reduce", str(tmp_path / f"{model}.joblib"),
                          "--trust-pickle", "-n", "10", "--method", method, "-o", str(out)]) == 0
             clf = sparsekm.load(out)
-            assert 1 <= clf.expansion.compress().n_terms <= 10, (model, method)
+            assert 1 <= clf.expansion.merge_duplicates().n_terms <= 10, (model, method)
             ref = refs[model]
             assert clf.scheme == {"small": "ovo", "bin": "binary", "ovr": "ovr"}[model]
             # better than chance (1/3, 1/2) with 10 vectors and the SVM's thresholds
@@ -483,7 +483,7 @@ def test_reduce_saved_sparsekm_classifiers_keeps_classes(tmp_path, capsys):
         assert main(["--quiet", "reduce", str(tmp_path / f"{name}.skm"), "-n", "4", "-o",
                      str(tmp_path / f"{name}-small.skm")]) == 0
         small = sparsekm.load(tmp_path / f"{name}-small.skm")
-        assert small.scheme == scheme and small.expansion.compress().n_terms == 4
+        assert small.scheme == scheme and small.expansion.merge_duplicates().n_terms == 4
         np.testing.assert_array_equal(small.classes_, model.classes_)
         assert np.mean(small.predict(X) == model.predict(X)) > 0.5
     capsys.readouterr()
@@ -897,7 +897,7 @@ def test_reduce_says_so_when_nothing_was_reduced(binary_svc, capsys, monkeypatch
     import sparsekm
 
     d, _, _ = binary_svc
-    n = sparsekm.load(d / "svc.skm").expansion.compress().n_terms
+    n = sparsekm.load(d / "svc.skm").expansion.merge_duplicates().n_terms
     capsys.readouterr()
     assert main(["--quiet", "reduce", str(d / "svc.skm"), "-n", str(n), "-o",
                  str(d / "same.skm")]) == 0

@@ -81,7 +81,7 @@ def _check_choice(model, X_val, y_val):
     assert best == chosen and rows[chosen]["status"] == "chosen"
     err = float(np.mean(model.predict(X_val) != y_val))
     np.testing.assert_allclose(rows[chosen]["val_error"], err, rtol=0, atol=1e-15)
-    assert rows[chosen]["n_vectors"] == model.n_vectors_ == model.expansion_.compress().n_terms
+    assert rows[chosen]["n_vectors"] == model.n_vectors_ == model.expansion_.merge_duplicates().n_terms
     return rows[chosen]
 
 

@@ -115,12 +115,12 @@ def test_arithmetic_concatenates_terms(rng):
         a / 0
 
 
-def test_compress_merges_duplicates_and_drops_zeros(rng):
+def test_merge_duplicates_merges_and_drops_zeros(rng):
     V = rng.normal(size=(5, 3))
     vectors = np.vstack([V, V[[1, 3]], V[[0]]])
     coef = np.array([1.0, 2.0, 0.0, -1.0, 0.5, 3.0, 1.0, -1.0])
     psi = KernelExpansion(vectors, coef, RBF(0.7))
-    small = psi.compress()
+    small = psi.merge_duplicates()
     # V0: 1 - 1 = 0 (dropped); V1: 2 + 3; V2: 0 (dropped); V3: -1 + 1 = 0 (dropped); V4: 0.5
     assert small.n_terms == 2
     np.testing.assert_array_equal(small.vectors, V[[1, 4]])
@@ -129,10 +129,19 @@ def test_compress_merges_duplicates_and_drops_zeros(rng):
     np.testing.assert_allclose(small(X), psi(X), rtol=1e-12, atol=1e-14)
 
 
-def test_compress_multioutput_keeps_rows_nonzero_in_any_output(rng):
+def test_merge_duplicates_multioutput_keeps_rows_nonzero_in_any_output(rng):
     V = rng.normal(size=(3, 2))
     psi = KernelExpansion(V, np.array([[0.0, 1.0], [0.0, 0.0], [2.0, 0.0]]), Linear())
-    assert psi.compress().n_terms == 2
+    assert psi.merge_duplicates().n_terms == 2
+
+
+def test_compress_is_a_deprecated_alias_of_merge_duplicates(rng):
+    V = rng.normal(size=(3, 2))
+    psi = KernelExpansion(np.vstack([V, V[:1]]), np.array([1.0, 2.0, 3.0, 4.0]), RBF(0.5))
+    with pytest.warns(DeprecationWarning, match=r"use KernelExpansion\.merge_duplicates\(\)"):
+        old = psi.compress()
+    np.testing.assert_array_equal(old.vectors, V)
+    np.testing.assert_array_equal(old.coef, [5.0, 2.0, 3.0])
 
 
 def test_algebra_errors(rng):

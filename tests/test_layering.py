@@ -7,6 +7,7 @@ placed on no floor.
 """
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -49,7 +50,7 @@ def _imports(path):
 def test_solver_files_found():
     files = list(_solver_files())
     assert len(files) >= 15
-    assert SRC / "sparse_learning" / "slmc.py" in files
+    assert SRC / "sparse_learning" / "svm_marginal.py" in files
 
 
 @pytest.mark.parametrize("path", list(_solver_files()), ids=lambda p: str(p.relative_to(SRC)))
@@ -103,6 +104,36 @@ def test_direct_alias_is_deprecated():
     assert direct.slmc_shared_optimize is sparse_learning.slmc_shared_optimize
     # the alias re-exports the public API only, no private helper
     assert [n for n in vars(direct) if n.startswith("_") and not n.startswith("__")] == []
+
+
+@pytest.mark.parametrize("old, new, names", [
+    ("sparsekm.sparse_learning.slmc", "sparsekm.sparse_learning.svm_marginal",
+     ("slmc_optimize", "slmc_shared_optimize", "OptimizeResult")),
+    ("sparsekm.reproduce.slmc", "sparsekm.reproduce.wu2006", ("run_cell", "cell_code_key",
+                                                              "_spread")),
+])
+def test_renamed_module_aliases_are_deprecated(old, new, names):
+    import importlib
+    import sys
+
+    sys.modules.pop(old, None)
+    with pytest.warns(DeprecationWarning, match=re.escape(new)):
+        alias = importlib.import_module(old)
+    renamed = importlib.import_module(new)
+    for name in names:
+        assert getattr(alias, name) is getattr(renamed, name)
+
+
+def test_reproduce_discovery_skips_the_deprecated_alias():
+    import sys
+
+    from sparsekm import reproduce
+
+    sys.modules.pop("sparsekm.reproduce.slmc", None)
+    registry = reproduce.discover()
+    assert "sparsekm.reproduce.slmc" not in sys.modules
+    assert {"wu-table1", "wu-table2", "wu-table3", "usps-3-vs-8"} <= set(registry)
+    assert registry["wu-table1"].module == "sparsekm.reproduce.wu2006"
 
 
 def test_version_lives_in_a_leaf_module():

@@ -607,43 +607,44 @@ def _plain_step(gamma, Y, G, z):
     return M @ Y / M.sum(), float(F @ F)
 
 
-def test_one_term_gaussian_damps_a_two_cycle(monkeypatch):
+def test_one_term_gaussian_damps_a_two_cycle():
     """With coefficients of both signs eq. 19 can cycle between two points forever; a
     reversing start is moved by half its step and reaches a fixed point of eq. 19."""
-    import sparsekm.reduced_set._one_term as one_term
+    from sparsekm.reduced_set._one_term import one_term_gaussian
 
     rng = np.random.default_rng(48)  # a configuration on which the plain iteration cycles
     Y, G = rng.normal(size=(6, 2)), rng.normal(size=(6, 1))
-    kw = dict(max_iter=200, tol=1e-10, prune=False)
-    monkeypatch.setattr(one_term, "_REVERSAL", -2.0)  # never: the plain iteration
-    z_p, s_p, n_p, _ = one_term.one_term_gaussian(0.5, Y, G, Y[:1], **kw)
-    assert n_p == 200  # ran to max_iter
-    z_cycle = z_p
-    z_next, _ = _plain_step(0.5, Y, G, z_cycle)
-    z_back, _ = _plain_step(0.5, Y, G, z_next)
+    # the plain iteration of eq. 19, computed here step by step
+    z_cycle, s_start = Y[0], _plain_step(0.5, Y, G, Y[0])[1]
+    for _ in range(200):
+        z_cycle, _ = _plain_step(0.5, Y, G, z_cycle)
+    z_next, s_cycle = _plain_step(0.5, Y, G, z_cycle)
+    z_back, s_next = _plain_step(0.5, Y, G, z_next)
     assert np.linalg.norm(z_next - z_cycle) > 1e-2  # a real cycle, not slow convergence
     np.testing.assert_allclose(z_back, z_cycle, atol=1e-6)
-    monkeypatch.undo()
-    z, s, n_it, _ = one_term.one_term_gaussian(0.5, Y, G, Y[:1], **kw)
-    assert n_it < 50 and s > s_p
+    z, s, n_it, _ = one_term_gaussian(0.5, Y, G, Y[:1], max_iter=200, tol=1e-10, prune=False)
+    assert n_it < 50 and s > max(s_start, s_cycle, s_next)
     z_fix, s_fix = _plain_step(0.5, Y, G, z)
     np.testing.assert_allclose(z_fix, z, atol=1e-4)  # a fixed point of eq. 19
     np.testing.assert_allclose(s, s_fix, rtol=1e-8)
 
 
-def test_one_term_gaussian_without_reversals_moves_as_before(rng, monkeypatch):
-    """Positive coefficients (mean shift): no step reverses, so the iterates are exactly
-    those of the plain eq. 19."""
-    import sparsekm.reduced_set._one_term as one_term
+@pytest.mark.parametrize("n_steps", [1, 2, 7, 30])
+def test_one_term_gaussian_without_reversals_moves_as_before(rng, n_steps):
+    """Positive coefficients (mean shift): no step reverses, so after any number of
+    iterations every start is where the plain eq. 19 (computed here) takes it."""
+    from sparsekm.reduced_set._one_term import one_term_gaussian
 
     Y, G = rng.normal(size=(40, 3)), np.abs(rng.normal(size=(40, 2)))
-    kw = dict(max_iter=300, tol=1e-12, prune=False)
-    out = one_term.one_term_gaussian(0.4, Y, G, Y[:5], **kw)
-    monkeypatch.setattr(one_term, "_REVERSAL", -2.0)
-    plain = one_term.one_term_gaussian(0.4, Y, G, Y[:5], **kw)
-    np.testing.assert_array_equal(out[0], plain[0])
-    np.testing.assert_array_equal(out[3], plain[3])
-    assert out[2] == plain[2]
+    # tol = 0: no start stops before max_iter
+    _, _, n_it, ends = one_term_gaussian(0.4, Y, G, Y[:5], max_iter=n_steps, tol=0.0,
+                                         prune=False)
+    assert n_it == n_steps
+    for z0, end in zip(Y[:5], ends):
+        z = z0
+        for _ in range(n_steps):
+            z, _ = _plain_step(0.4, Y, G, z)
+        np.testing.assert_allclose(end, z, rtol=0, atol=1e-10)
 
 
 def test_one_term_gaussian_vanishing_objective_restarts():
@@ -659,19 +660,26 @@ def test_one_term_gaussian_vanishing_objective_restarts():
 
 def test_construct_one_vs_one_blocks_match_dense(rng, small_block_cost, monkeypatch):
     """construct() on one-vs-one-shaped coefficients: the row-block products give the
-    same reduced set as the dense ones (to rounding) for the first terms. The one-term
-    GEMMs run in float64 here: in float32 (the default) the two summation orders move
-    the fixed point along its flat maximum by ~1e-3, depending on the BLAS kernel."""
+    same reduced set as the dense ones (to rounding) for the first terms. The dense
+    products run on the same expansion with its terms interleaved class by class (the
+    same Psi, no row blocks); one start per term (the best-scoring candidate, whatever
+    the order of the terms). The one-term GEMMs run in float64 here: in float32 (the
+    default) the two summation orders move the fixed point along its flat maximum by
+    ~1e-3, depending on the BLAS kernel."""
     from sparsekm.reduced_set import construction
 
     monkeypatch.setattr(construction, "_FLOAT32", False)
 
     G = _one_vs_one_coef(rng)
-    psi = KernelExpansion(rng.normal(size=(G.shape[0], 4)), G, RBF(0.3))
-    assert construction.row_blocks(np.asarray(psi.coef)) is not None  # the blocks are used
-    r_blocks = construct(psi, 4, shared=True, random_state=0)
-    monkeypatch.setattr(construction, "_ROW_BLOCKS", False)
-    r_dense = construct(psi, 4, shared=True, random_state=0)
+    X = rng.normal(size=(G.shape[0], 4))
+    n_per_class = 30
+    interleaved = np.argsort(np.arange(G.shape[0]) % n_per_class, kind="stable")
+    assert construction.row_blocks(G) is not None  # the blocks are used
+    assert construction.row_blocks(G[interleaved]) is None  # the dense products are used
+    psi = KernelExpansion(X, G, RBF(0.3))
+    psi_dense = KernelExpansion(X[interleaved], G[interleaved], RBF(0.3))
+    r_blocks = construct(psi, 4, shared=True, n_init=1, random_state=0)
+    r_dense = construct(psi_dense, 4, shared=True, n_init=1, random_state=0)
     np.testing.assert_allclose(r_blocks.objective_path, r_dense.objective_path, rtol=1e-6)
     np.testing.assert_allclose(r_blocks.expansion.vectors, r_dense.expansion.vectors, atol=1e-3)
 

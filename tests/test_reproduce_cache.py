@@ -237,20 +237,20 @@ def test_usps_rs_construct_quick_twice_byte_identical(tmp_path):
 @requires_ida
 @pytest.mark.data
 def test_run_cell_keys_on_seed_and_computes_a_miss(tmp_path, monkeypatch):
-    from sparsekm.reproduce import slmc
+    from sparsekm.reproduce import wu2006
 
     monkeypatch.setattr(cache_mod, "_FRESH", set())
     cache = CellCache(tmp_path / "c.json")
-    a = slmc.run_cell("banana", 1, 0.05, "rsvm", cache, seed=0)
-    b = slmc.run_cell("banana", 1, 0.05, "rsvm", cache, seed=1)
+    a = wu2006.run_cell("banana", 1, 0.05, "rsvm", cache, seed=0)
+    b = wu2006.run_cell("banana", 1, 0.05, "rsvm", cache, seed=1)
     assert len(cache.computed) == 2 and not cache.hits
     cache_mod._FRESH.clear()  # as in a new process
     again = CellCache(tmp_path / "c.json")
-    assert slmc.run_cell("banana", 1, 0.05, "rsvm", again, seed=0) == a
-    assert slmc.run_cell("banana", 1, 0.05, "rsvm", again, seed=1) == b
+    assert wu2006.run_cell("banana", 1, 0.05, "rsvm", again, seed=0) == a
+    assert wu2006.run_cell("banana", 1, 0.05, "rsvm", again, seed=1) == b
     assert len(again.hits) == 2
     # compute=False never computes: None for a cell not in the cache
-    assert slmc.run_cell("banana", 2, 0.05, "rsvm", again, seed=0, compute=False) is None
+    assert wu2006.run_cell("banana", 2, 0.05, "rsvm", again, seed=0, compute=False) is None
 
 
 def test_code_key_is_the_code_read_at_import_not_a_later_edit(tmp_path):

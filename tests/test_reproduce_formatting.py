@@ -701,7 +701,7 @@ def test_randomized_numbers(x, text):
      (5.0, 15.0)),
 ])
 def test_seed_means_and_their_spread(vals, means, spread):
-    from sparsekm.reproduce.slmc import _spread, seed_means
+    from sparsekm.reproduce.wu2006 import _spread, seed_means
 
     assert seed_means(vals) == pytest.approx(means)
     assert list(seed_means(vals)) == sorted(means)

@@ -55,7 +55,7 @@ def test_phase1_runs_construct_every_size_of_a_small_classifier():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         old = construct(E, n_max, shared=False, random_state=0).expansion
-    svs1 = np.asarray(E.output(1).compress().vectors)
+    svs1 = np.asarray(E.output(1).merge_duplicates().vectors)
     old1 = np.asarray(old.vectors)[np.asarray(old.coef)[:, 1] != 0]
     # What the bug did: construct returns the small classifier unreduced (its own SVs).
     assert old1.shape == svs1.shape and np.allclose(np.sort(old1, 0), np.sort(svs1, 0))
@@ -69,7 +69,7 @@ def test_phase1_runs_construct_every_size_of_a_small_classifier():
         assert np.sum(d <= 1e-6) <= n // 2, f"RS-{n}: {np.sum(d <= 1e-6)} vectors are SVs"
         assert not np.allclose(Z1[:min(n, 8)], old1[:min(n, 8)])
         # a real reduced set: its error decreases with n and is below ||Psi||^2
-        e1 = E.output(1).compress()
+        e1 = E.output(1).merge_duplicates()
         from sparsekm import KernelExpansion
 
         rel = e1.distance2(KernelExpansion(Z1, beta1, e1.kernel)) / e1.norm2()

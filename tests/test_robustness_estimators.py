@@ -746,7 +746,7 @@ def test_fixed_z_svm_finite_and_weakly_dual(data, n_z, C, features):
 def test_compress_and_rounding_of_an_empty_expansion():
     for coef in (np.zeros(0), np.zeros((0, 3))):
         empty = KernelExpansion(np.zeros((0, 2)), coef, RBF(), intercept=0.5)
-        assert empty.compress().n_terms == 0
+        assert empty.merge_duplicates().n_terms == 0
         assert randomized_rounding(empty, 2.0).n_terms == 0
         res = reduce_expansion(empty, 2, method="select-kpca")
         assert res.expansion.n_terms == 0

@@ -71,14 +71,14 @@ def test_expansion_algebra_never_nan(xy, kernel, zero_coef):
     assert f.shape == (X.shape[0],) and np.isfinite(f).all()
     if zero_coef:
         np.testing.assert_array_equal(f, 0.5)
-        assert psi.compress().n_terms == 0
+        assert psi.merge_duplicates().n_terms == 0
     n2 = psi.norm2()
     assert np.isfinite(n2)
     if kernel.is_psd:
         assert n2 >= -1e-8 * max(1.0, np.abs(kernel(Y)).sum())
     assert 0.0 <= psi.distance2(psi) <= 1e-12 * (1.0 + np.abs(coef).sum()) ** 2
     # compress never changes the function
-    np.testing.assert_allclose(psi.compress().decision_function(X) if not zero_coef else 0.5, f,
+    np.testing.assert_allclose(psi.merge_duplicates().decision_function(X) if not zero_coef else 0.5, f,
                                rtol=1e-9, atol=1e-9)
 
 

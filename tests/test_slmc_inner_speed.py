@@ -15,7 +15,7 @@ from sklearn.datasets import make_blobs, make_classification
 from sparsekm.kernels import RBF
 from sparsekm.models import SLMC
 from sparsekm.sparse_learning import fixed_z
-from sparsekm.sparse_learning import slmc as slmc_mod
+from sparsekm.sparse_learning import svm_marginal as slmc_mod
 
 C = 10.0
 

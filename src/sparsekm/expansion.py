@@ -19,6 +19,7 @@ function), so it is ignored by ``inner``, ``norm2`` and ``distance2``.
 from __future__ import annotations
 
 import numbers
+import warnings
 
 import numpy as np
 
@@ -74,7 +75,7 @@ class KernelExpansion:
             raise TypeError(
                 f"kernel must be a sparsekm.kernels.Kernel instance; got {type(kernel).__name__}."
             )
-        # Zero terms are allowed: Psi = 0 (e.g. after compress() of cancelling terms).
+        # Zero terms are allowed: Psi = 0 (e.g. after merge_duplicates() of cancelling terms).
         vectors = check_array(vectors, "vectors", copy=True, allow_empty=True)
         coef = check_array(coef, "coef", ndim=None, dtype=vectors.dtype, copy=True,
                            allow_empty=True)
@@ -365,7 +366,7 @@ class KernelExpansion:
         tiny negative values from rounding are clipped to 0.
         """
         self._check_compatible(other, "compute the distance between")
-        d2 = (self - other).compress().norm2(block_size=block_size)
+        d2 = (self - other).merge_duplicates().norm2(block_size=block_size)
         return max(d2, 0.0) if np.ndim(d2) == 0 else np.maximum(d2, 0.0)
 
     # -- arithmetic (concatenating terms) -------------------------------------------
@@ -411,7 +412,7 @@ class KernelExpansion:
     def copy(self):
         return KernelExpansion(self._vectors, self._coef, self._kernel, self._intercept)
 
-    def compress(self):
+    def merge_duplicates(self):
         """Merge identical vectors (summing their coefficients) and drop zero terms.
 
         Both operations are exact: the decision function and every feature-space
@@ -431,6 +432,13 @@ class KernelExpansion:
         vectors = self._vectors[first[order]]
         keep = (coef != 0) if coef.ndim == 1 else (coef != 0).any(axis=1)
         return KernelExpansion(vectors[keep], coef[keep], self._kernel, self._intercept)
+
+    def compress(self):
+        """Deprecated alias of :meth:`merge_duplicates` (removed in the next release)."""
+        warnings.warn("KernelExpansion.compress() is deprecated (not to be confused with "
+                      "sparsekm.compress); use KernelExpansion.merge_duplicates().",
+                      DeprecationWarning, stacklevel=2)
+        return self.merge_duplicates()
 
     # -- conversion from scikit-learn -----------------------------------------------
     @classmethod

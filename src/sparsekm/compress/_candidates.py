@@ -159,7 +159,7 @@ class Problem:
 
     @property
     def n_full(self):
-        return int(self.psi.compress().n_terms)
+        return int(self.psi.merge_duplicates().n_terms)
 
     def expired(self):
         return self.deadline is not None and self.deadline.expired()
@@ -232,7 +232,7 @@ class CandidateFit:
 
     @property
     def n_vectors(self):
-        return int(self.model.expansion.compress().n_terms)
+        return int(self.model.expansion.merge_duplicates().n_terms)
 
 
 def _like(exact, expansion, scheme=None):

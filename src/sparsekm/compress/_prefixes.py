@@ -17,7 +17,7 @@ __all__ = ["construct_prefixes"]
 def _output_parts(psi, shared):
     """Expansions reduced independently: one per output, or ``psi`` itself (shared/binary)."""
     if psi.is_multioutput and psi.n_outputs > 1 and not shared:
-        return [psi.output(k).compress() for k in range(psi.n_outputs)]
+        return [psi.output(k).merge_duplicates() for k in range(psi.n_outputs)]
     return [psi]
 
 

@@ -567,7 +567,7 @@ def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increas
     deadline = None if time_limit is None else Deadline(time_limit)
     rng = check_random_state(random_state)
     seed = int(rng.randint(np.iinfo(np.int32).max))
-    n_full = int(psi.compress().n_terms)
+    n_full = int(psi.merge_duplicates().n_terms)
     splits, final, selection, messages = _splits(model, exact, X_val, y_val, X_train,
                                                  y_train, cv, seed, owner)
     problem = Problem(exact, splits, final, shared, n_init, max_iter, seed,
@@ -840,7 +840,7 @@ def _result(clf, best, report, exact, psi, n_full, seed):
     out.break_ties_ = bool(clf.break_ties)
     out.vote_ = clf.vote
     out.n_features_in_ = int(psi.n_features)
-    out.n_vectors_ = int(clf.expansion.compress().n_terms)
+    out.n_vectors_ = int(clf.expansion.merge_duplicates().n_terms)
     out.n_support_vectors_ = n_full
     out.objective_ = float("nan")
     out.relative_objective_ = float("nan")

@@ -333,7 +333,7 @@ class ReducedSetClassifier(ClassifierMixin, _ReducedSetBase):
                 "output per class); a one-vs-one model's thresholds are re-fitted per pair "
                 "(refit_intercept=True) or kept (False).")
         expansion = exact.expansion
-        self.n_support_vectors_ = int(expansion.compress().n_terms)
+        self.n_support_vectors_ = int(expansion.merge_duplicates().n_terms)
         shared = (self.scheme_ == "ovo") if self.shared == "auto" else self.shared
         res = reduce_expansion(
             expansion, self.n_vectors, method=self.method, shared=shared, c=self.c,
@@ -344,7 +344,7 @@ class ReducedSetClassifier(ClassifierMixin, _ReducedSetBase):
         if self.refit_intercept:
             reduced = self._refit_thresholds(reduced, X, y)
         self.expansion_ = reduced
-        self.n_vectors_ = int(reduced.compress().n_terms)
+        self.n_vectors_ = int(reduced.merge_duplicates().n_terms)
         self.objective_ = res.objective
         self.n_iter_ = max(int(res.n_iter), 1)
         self.relative_objective_ = res.relative_objective if np.ndim(res.objective) else \

@@ -37,16 +37,10 @@ STEP_TOL = 1e-4
 #: Gaussian kernels use the batched fixed point of
 #: :func:`~sparsekm.reduced_set._one_term.one_term_gaussian`: single-precision GEMMs, stopped
 #: on the relative change of the one-term objective (eq. 18) instead of the step size, with
-#: the starts that are behind a converged one pruned. ``_FAST_GAUSSIAN = False`` restores
-#: the engine's plain iteration (the benchmarks' "previous" solver).
-_FAST_GAUSSIAN = True
+#: the starts that are behind a converged one pruned.
 _OBJ_TOL = 1e-6
 _PRUNE = True
 _FLOAT32 = True
-#: The products with the coefficients by row blocks where they are block-sparse (one-vs-one
-#: machines, :func:`~sparsekm.reduced_set._one_term.row_blocks`); ``False``: dense products
-#: (the benchmarks' "previous" phase 1, with ``_one_term._REVERSAL = -2``).
-_ROW_BLOCKS = True
 #: L-BFGS iterations of the orthogonal step's polish (``step="orthogonal"``).
 _POLISH_MAX_ITER = 50
 #: The orthogonal step's denominator ``k(z, z) - k_z^T (K^z)^-1 k_z`` is floored at this
@@ -195,10 +189,9 @@ def construct_block(kernel, X, A, n_vectors, *, n_init, max_iter, tol_step, tol,
     Kcz = np.empty((cand_idx.size, 0))  # K(X[cand_idx], Z), grown one column per vector
     path = []
     n_iter_total = 0
-    fast = _FAST_GAUSSIAN and type(_base(kernel)) is RBF
+    fast = type(_base(kernel)) is RBF
     # one-vs-one coefficients are zero outside each class's pairs: products by row blocks
-    a_blocks = (row_blocks(A) if _ROW_BLOCKS and fast and not isinstance(kernel, DeviceKernel)
-                else None)
+    a_blocks = row_blocks(A) if fast and not isinstance(kernel, DeviceKernel) else None
 
     def one_term(Zo, Bo, Kzo, Kco, extra=None):
         """Best z for the residual Psi - sum_j Bo_j Phi(Zo_j) (eq. 76-77), n_iter."""

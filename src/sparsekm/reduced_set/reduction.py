@@ -69,7 +69,7 @@ def _l1_multi_for_size(expansion, n_vectors, c):
 def _reduce_single(expansion, n_vectors, method, c, lam, n_init, max_iter, refine_max_iter,
                    n_sweeps, random_state, step="one-term", backend=None, device=None):
     """One single-output expansion, restricted to its own (non-zero, distinct) terms."""
-    e = expansion.compress()
+    e = expansion.merge_duplicates()
     if e.n_terms == 0:  # Psi = 0 (e.g. cancelling duplicates): exact with no vector
         return ReducedSetResult(e, 0.0, np.zeros(0), support=np.zeros(0, int), norm2=0.0)
     if method in ("construct", "construct+refine"):

@@ -247,9 +247,13 @@ def section_of(entry):
     return entry.section
 
 
+#: Deprecated aliases of renamed modules (they hold no reproduction of their own).
+_ALIASES = frozenset({"slmc"})
+
+
 def discover():
     """Import every module of this package so that its reproductions register."""
     for mod in pkgutil.iter_modules(__path__):
-        if not mod.name.startswith("_"):
+        if not mod.name.startswith("_") and mod.name not in _ALIASES:
             importlib.import_module(f"{__name__}.{mod.name}")
     return REGISTRY

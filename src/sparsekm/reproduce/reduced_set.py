@@ -305,7 +305,7 @@ def phase1_runs(E, n_max, seed, progress=False):
     res = construct(E, n_max, shared=False, random_state=seed, progress=progress)
     runs = _runs_of(E, res.expansion)
     for k in range(E.n_outputs):
-        ek = E.output(k).compress()
+        ek = E.output(k).merge_duplicates()
         if ek.n_terms <= n_max:
             runs[k] = _phase1_uncapped(ek, n_max, (seed, k))
     return runs
@@ -327,7 +327,7 @@ def prefix_blocks(E, runs, n):
     blocks = []
     for k, Zrun in enumerate(runs):
         Zk = Zrun[:n]
-        blocks.append((Zk, optimal_coefficients(E.output(k).compress(), Zk)))
+        blocks.append((Zk, optimal_coefficients(E.output(k).merge_duplicates(), Zk)))
     return blocks
 
 
@@ -336,7 +336,7 @@ def _refine_blocks(E, blocks, max_iter=300):
     t0 = time.perf_counter()
     out = []
     for k, (Zk, bk) in enumerate(blocks):
-        res = refine(E.output(k).compress(), KernelExpansion(Zk, bk, E.kernel), max_iter=max_iter)
+        res = refine(E.output(k).merge_duplicates(), KernelExpansion(Zk, bk, E.kernel), max_iter=max_iter)
         out.append((np.asarray(res.expansion.vectors), np.asarray(res.expansion.coef)))
     return out, time.perf_counter() - t0
 
@@ -348,7 +348,7 @@ def _traditional_blocks(E, n, seed, max_iter=300):
     rng = np.random.default_rng(seed)
     blocks = []
     for k in range(E.n_outputs):
-        ek = E.output(k).compress()
+        ek = E.output(k).merge_duplicates()
         idx = np.sort(rng.choice(ek.n_terms, min(n, ek.n_terms), replace=False))
         Zk = np.asarray(ek.vectors)[idx]
         blocks.append((Zk, optimal_coefficients(ek, Zk)))
@@ -358,7 +358,7 @@ def _traditional_blocks(E, n, seed, max_iter=300):
 def _rel_obj(E, blocks):
     vals = []
     for k, (Zk, bk) in enumerate(blocks):
-        ek = E.output(k).compress()
+        ek = E.output(k).merge_duplicates()
         vals.append(ek.distance2(KernelExpansion(Zk, bk, E.kernel)) / ek.norm2())
     return float(np.mean(vals))
 
@@ -672,7 +672,7 @@ def run_select_kpca(ctx):
     size_n = {n: _fraction_sizes(nsv, n, n_sv) for n in paper_ns}
     size_f = {n: _fraction_sizes(nsv, n, PAPER_N_SV) for n in paper_ns}
     t0 = time.perf_counter()
-    paths = [_kpca_path(E.output(k).compress(),
+    paths = [_kpca_path(E.output(k).merge_duplicates(),
                         [size_n[n][k] for n in paper_ns] + [size_f[n][k] for n in paper_ns])
              for k in range(E.n_outputs)]
     secs = time.perf_counter() - t0
@@ -704,7 +704,7 @@ def run_select_kpca(ctx):
     want = {n: size_n[n] for n in exact_ns if n in size_n}
     if 125 in size_f:
         want["f125"] = size_f[125]
-    back = [_backward_path(E.output(k).compress(), [v[k] for v in want.values()])
+    back = [_backward_path(E.output(k).merge_duplicates(), [v[k] for v in want.values()])
             for k in range(E.n_outputs)]
     secs_back = time.perf_counter() - t1
     extra_rows = []
@@ -815,7 +815,7 @@ def run_select_l1(ctx):
     paper_ns = [50, 101] if ctx.quick else sorted(PAPER_RSS2)
     rows, pairs = list(base), []
     t0 = time.perf_counter()
-    outs = [E.output(k).compress() for k in range(E.n_outputs)]
+    outs = [E.output(k).merge_duplicates() for k in range(E.n_outputs)]
     counters = [_L1Counts(e) for e in outs]
 
     memo = {}
@@ -852,7 +852,7 @@ def run_select_l1(ctx):
                       (f"{n_avg:g}", ev["per"]), (f"{n_avg_f:g} (λ = {lam_f:.3g})", ev_f["per"])))
     secs_single = time.perf_counter() - t0
     # Multi-class: one shared selection, l1/linf penalty (eq. 70-73). Extras.
-    Ec = E.compress()
+    Ec = E.merge_duplicates()
     multi_lams = [3.0, 1.0] if not ctx.quick else [3.0]
     B0 = None
     multi_rows = ["| system | vectors | reduction | 10-class, b~ | b kept (info) | paper | "
@@ -898,7 +898,7 @@ def run_select_l1(ctx):
 def run_shared(ctx):
     Xtr, ytr, Xte, yte = _load(ctx)
     ovr, E = usps_svm(Xtr, ytr)
-    Ec = E.compress()
+    Ec = E.merge_duplicates()
     sizes = [50, 100, 150, 250] if not ctx.quick else [50, 100]
     n_max = max(sizes)
     t0 = time.perf_counter()

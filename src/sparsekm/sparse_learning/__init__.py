@@ -8,7 +8,7 @@ estimator of :mod:`sparsekm.models.slmc`:
 
 * :mod:`~sparsekm.sparse_learning.fixed_z` -- the SVM for fixed ``Z`` (eq. 28-45;
   also MRS and RSVM) and the full-SVM references;
-* :mod:`~sparsekm.sparse_learning.slmc` -- the SLMC gradient (eq. 46) and the
+* :mod:`~sparsekm.sparse_learning.svm_marginal` -- the SLMC gradient (eq. 46) and the
   L-BFGS over ``Z``, for one binary problem or several sharing ``Z``;
 * :mod:`~sparsekm.sparse_learning.sparse_kfd` -- the sparse kernel Fisher
   discriminant (appendix A, eq. 57-63).
@@ -26,7 +26,8 @@ from .fixed_z import (
     whitening_transform,
 )
 from .full_svm import full_svm_expansion, svm_dual_objective
-from .slmc import (
+from .sparse_kfd import skfd_gradient, skfd_objective, skfd_optimize
+from .svm_marginal import (
     OptimizeResult,
     slmc_gradient,
     slmc_objective,
@@ -34,7 +35,6 @@ from .slmc import (
     slmc_shared_objective,
     slmc_shared_optimize,
 )
-from .sparse_kfd import skfd_gradient, skfd_objective, skfd_optimize
 
 __all__ = [
     "FixedZSolution",

@@ -125,7 +125,7 @@ def cmd_demo(args):
     for key, model in models.items():
         pred = model.predict(X_te)
         evals = model.expansion.n_terms if key == "exact" else \
-            model.expansion_.compress().n_terms
+            model.expansion_.merge_duplicates().n_terms
         print(f"{names[key]:<30}{evals:>13}{np.mean(pred != y_te):>11.2%} "
               f"{np.mean(pred == p_svc):>8.1%}{t['exact'] / t[key]:>9.1f}x"
               f"{t['sklearn'] / t[key]:>11.1f}x")

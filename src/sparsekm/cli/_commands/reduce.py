@@ -41,15 +41,14 @@ MIN_AGREEMENT = 0.9
 
 
 #: select-kpca computes one eigendecomposition of the remaining Gram matrix per removed
-#: vector (eq. 63-65): sum of m^3 over the removals. Above this, refused up front.
-#: Measured on the shared development machine: 548 vectors (the demo's digits SVC) down to
-#: 5, sum 2.2e10, ran over 12 minutes without finishing; 1e9 is about 250 vectors.
+#: vector (eq. 63-65): sum of m^3 over the removals. Above this (about 250 vectors),
+#: refused up front: the work runs into many minutes (measurements: CHANGELOG, issue 35).
 _KPCA_MAX_WORK = 1.0e9
 
 
 #: select-l1 with one shared set (eq. 70-73, accelerated proximal gradient over a lambda
-#: bisection): measured on one core, N^4 x outputs = 6.6e12 (USPS one-vs-one, 618 vectors,
-#: 45 pairs) took 66 s and 1.5e11 (digits, 240 vectors) 1 s; refused above ~2-3 minutes.
+#: bisection) costs about N^4 x outputs; refused above what runs in ~2-3 minutes on one
+#: core (measurements: CHANGELOG, issue 35).
 _L1_MULTI_MAX_WORK = 1.5e13
 
 
@@ -86,11 +85,11 @@ def _reduce_plan(args, psi):
             f"{opt} applies to models with several outputs; {args.model} has one "
             "(-n is its number of vectors)"))
     shared = multi and not args.per_class
-    n_distinct = psi.compress().n_terms
+    n_distinct = psi.merge_duplicates().n_terms
     n = args.n_vectors
     if args.method == "select-kpca":
         sizes = [n_distinct] if (shared or not multi) else [
-            psi.output(k).compress().n_terms for k in range(psi.n_outputs)]
+            psi.output(k).merge_duplicates().n_terms for k in range(psi.n_outputs)]
         work = sum(float(m) ** 3 for size in sizes for m in range(min(n, size) + 1, size + 1))
         if work > _KPCA_MAX_WORK:
             raise SystemExit(usage_error(
@@ -154,14 +153,14 @@ def cmd_reduce(args):
     clf = model if isinstance(model, ExpansionClassifier) else None
     psi = clf.expansion if clf is not None else model
     shared, n = _reduce_plan(args, psi)
-    n_before = psi.compress().n_terms
+    n_before = psi.merge_duplicates().n_terms
     if not args.quiet:
         print(f"loaded {args.model}: {source}, {n_before} distinct vectors, {psi.n_outputs} "
               f"output(s)" + (f" ({clf.scheme}, {len(clf.classes)} classes)" if clf else ""),
               flush=True)
     res = reduce_expansion(psi, n, method=args.method, shared=shared, random_state=args.seed)
     reduced = res.expansion
-    n_after = reduced.compress().n_terms
+    n_after = reduced.merge_duplicates().n_terms
     if clf is not None:
         out = ExpansionClassifier(reduced, clf.classes, scheme=clf.scheme,
                                   decision_function_shape=clf.decision_function_shape,
@@ -208,7 +207,7 @@ def cmd_reduce(args):
           + (", ".join(f"{v:.3g}" for v in rel) if rel.size <= 10 else
              f"mean {rel.mean():.3g}, max {rel.max():.3g} over {rel.size} outputs"))
     # never useless in silence: with no data given, judged on the original's own vectors
-    V = np.asarray(psi.compress().vectors, dtype=np.float64)
+    V = np.asarray(psi.merge_duplicates().vectors, dtype=np.float64)
     if clf is not None:
         agree = float(np.mean(out.predict(V) == clf.predict(V)))
         print(f"agreement with the original on its {V.shape[0]} vectors: {100 * agree:.1f} % "

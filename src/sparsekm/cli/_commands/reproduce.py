@@ -49,7 +49,7 @@ def _reproduce_paths(args, run_all_names):
 
 def _uses_table_options(name):
     """Whether reproduction ``name`` reads ``--datasets`` and ``--seeds`` (Wu et al.'s
-    tables, :mod:`sparsekm.reproduce.slmc`)."""
+    tables, :mod:`sparsekm.reproduce.wu2006`)."""
     return name.startswith("wu-table")
 
 
@@ -90,7 +90,7 @@ def cmd_reproduce(args):
                     f"wu-table3); {', '.join(names) or 'nothing'} would ignore it"))
     datasets = None
     if args.datasets:
-        from ...reproduce.slmc import COLUMNS
+        from ...reproduce.wu2006 import COLUMNS
 
         datasets = tuple(d.strip() for d in args.datasets.split(",") if d.strip())
         bad = [d for d in datasets if d not in COLUMNS]
