@@ -190,6 +190,22 @@ def test_each_kernel_expansion(digits, tmp_path, kernel, precision):
 
 
 @needs_cc
+@pytest.mark.parametrize("n", [1, 31, 32, 33, 64, 97])
+@pytest.mark.parametrize("precision,scales", [("float32", "per-vector"), ("float16", "per-vector"),
+                                              ("int8", "per-vector"), ("int8", "per-feature")])
+def test_vector_blocks(digits, tmp_path, n, precision, scales):
+    """The C code reads the vectors in blocks of 32 (the last one shorter), each laid
+    out feature-major: every vector, coefficient and scale must still meet its own
+    term, whatever n (a misplaced one moves the values by far more than 1e-6)."""
+    X, _, Xt, _ = digits
+    rng = np.random.default_rng(n)
+    Z = X[rng.choice(len(X), n, replace=False)] + 0.1 * rng.standard_normal((n, X.shape[1]))
+    for kernel in (RBF(0.05), Linear()):
+        psi = KernelExpansion(Z, rng.standard_normal((n, 3)), kernel, [0.5, -0.25, 0.0])
+        check_parity(psi, Xt[:100], tmp_path, precision=precision, scales=scales)
+
+
+@needs_cc
 @pytest.mark.parametrize("precision,scales", [("float16", "per-vector"), ("int8", "per-vector"),
                                               ("int8", "per-feature")])
 def test_quantized_storage(digits, tmp_path, precision, scales):
