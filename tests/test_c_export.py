@@ -210,6 +210,22 @@ def test_vector_blocks(digits, tmp_path, n, precision, scales):
 
 
 @needs_cc
+@pytest.mark.parametrize("precision,scales", [("float32", "per-vector"), ("float16", "per-vector"),
+                                              ("int8", "per-vector"), ("int8", "per-feature")])
+def test_no_simd_loops(digits, tmp_path, precision, scales):
+    """``-DMODEL_NO_SIMD`` reads the same blocks one vector at a time: the same values
+    (97 vectors over 61 features: full, power-of-two and remainder parts; 5 over 3)."""
+    X, _, Xt, _ = digits
+    rng = np.random.default_rng(1)
+    for n, d in ((97, 61), (5, 3)):
+        Z = X[rng.choice(len(X), n, replace=False), :d] + 0.1 * rng.standard_normal((n, d))
+        for kernel in (RBF(0.05), Linear()):
+            psi = KernelExpansion(Z, rng.standard_normal((n, 2)), kernel, [0.5, -0.25])
+            check_parity(psi, Xt[:100, :d], tmp_path, precision=precision, scales=scales,
+                         flags=FLAGS + ["-DMODEL_NO_SIMD"])
+
+
+@needs_cc
 @pytest.mark.parametrize("precision,scales", [("float16", "per-vector"), ("int8", "per-vector"),
                                               ("int8", "per-feature")])
 def test_quantized_storage(digits, tmp_path, precision, scales):

@@ -39,7 +39,9 @@ as ``(a0 + a1) + (a2 + a3)``), nothing reassociated by the compiler, so it
 vectorizes them at plain ``-O2``/``-O3`` (no ``-ffast-math``, no ``-march``).
 Only the order of the additions differs from a plain loop (in double, about 1e-16
 relative per addition); the bytes are the same. The stack holds one block's sums
-(32 doubles, and 32 integers for int8) besides the row.
+(32 doubles, and 32 integers for int8) besides the row. For a core without vector
+units, ``-D<PREFIX>_NO_SIMD`` reads the same blocks one vector at a time with four
+sums in registers (every fourth feature), the loop order before the blocks.
 """
 
 from __future__ import annotations
@@ -406,6 +408,14 @@ static uint32_t {P}_half_bits(uint16_t h)
 {{
     return ((uint32_t)(h & 0x8000u) << 16) | ((uint32_t)(h & 0x7fffu) << 13);
 }}
+#ifdef {U}_NO_SIMD
+static float {P}_half(uint16_t h)
+{{
+    union {{ uint32_t u; float f; }} c;
+    c.u = {P}_half_bits(h);
+    return c.f * 0x1p112f;
+}}
+#endif
 """
 
 
@@ -438,7 +448,7 @@ def _expansion_code(parts, q, P, U):
         src.append(_array("float", f"{P}_s{s}_{names[0]}", (_f32(v) for v in a)))
         src.append(_array("float", f"{P}_s{s}_{names[1]}", (_f32(v) for v in b)))
     if n and q.precision == "float16":
-        src.append(_HALF.format(P=P))
+        src.append(_HALF.format(P=P, U=U))
     if not n:  # Psi = 0: the thresholds, whatever x
         body = ["", f"/* the expansion's outputs f[0..{m - 1}] from the raw row x */",
                 f"static void {P}_expansion(const float *x, R *f)", "{", "    int i;",
@@ -508,6 +518,9 @@ def _block_code(kernel, q, w, d, m, P):
              f"    for (b = 0; b < {w}; ++b) {{ "
              + " ".join(f"a[{c}][b] = 0;" for c in range(k)) + (" qq[b] = 0;" if qq else "")
              + " }"]
+    lines.append(f"#ifdef {P.upper()}_NO_SIMD")
+    lines += _one_vector_loops(prec, per_vec, radial, qt, w, d, P)
+    lines.append("#else")
     step = _feature_step(prec, per_vec, radial, qq, qt, ztype, w, P)
     if k == 1:
         lines += [f"    for (i = 0; i < {d}; ++i) {{"] + step(0, "i") + ["    }"]
@@ -518,6 +531,7 @@ def _block_code(kernel, q, w, d, m, P):
         lines.append("    }")
         if d % k:
             lines += [f"    for (; i < {d}; ++i) {{"] + step(0, "i") + ["    }"]
+    lines.append("#endif")
     lines += [f"    for (b = 0; b < {w}; ++b) {{", "        R acc, kv, dot = "
               + ("(a[0][b] + a[1][b]) + (a[2][b] + a[3][b]);" if k == 4 else "a[0][b];")]
     if qq:
@@ -531,6 +545,30 @@ def _block_code(kernel, q, w, d, m, P):
               f"        for (o = 0; o < {m}; ++o) f[o] += (R)coef[b * {m} + o] * kv;",
               "    }", "}"]
     return "\n".join(lines) + "\n"
+
+
+def _one_vector_loops(prec, per_vec, radial, qt, w, d, P):
+    """``-D<PREFIX>_NO_SIMD``: the same stored block read one vector at a time, four
+    sums in registers over every fourth feature (for a core without vector units,
+    where the block's 32 sums would live on the stack); the sum lands in ``a[0][b]``."""
+    qq = radial and per_vec
+
+    def term(c, i):
+        zv = f"z[({i}) * {w} + b]"
+        z = {"float32": f"(R){zv}", "float16": f"(R){P}_half({zv})"}.get(
+            prec, f"(R){zv}" if per_vec else f"(R){P}_scales[{i}] * (R){zv}")
+        if per_vec:
+            return f"s{c} += xs[{i}] * {z};" + (f" qq[b] += ({qt}){zv} * {zv};" if qq else "")
+        if radial:
+            return f"{{ R t = xs[{i}] - {z}; s{c} += t * t; }}"
+        return f"s{c} += xs[{i}] * {z};"
+
+    lines = [f"    for (b = 0; b < {w}; ++b) {{", "        R s0 = 0, s1 = 0, s2 = 0, s3 = 0;",
+             f"        for (i = 0; i + 3 < {d}; i += 4) {{"]
+    lines += [f"            {term(c, f'i + {c}')}" for c in range(4)] + ["        }"]
+    if d % 4:
+        lines.append(f"        for (; i < {d}; ++i) {{ {term(0, 'i')} }}")
+    return lines + ["        a[0][b] = (s0 + s1) + (s2 + s3);", "    }"]
 
 
 def _feature_step(prec, per_vec, radial, qq, qt, ztype, w, P):
