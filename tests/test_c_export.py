@@ -258,6 +258,8 @@ def test_sanitizers(digits, tmp_path):
     svc = SVC(gamma=0.5, break_ties=True).fit(X, y)
     for precision in ("float16", "int8"):
         check_parity(svc, Xt[:200], tmp_path, precision=precision, flags=flags)
+        check_parity(svc, Xt[:200], tmp_path, precision=precision,
+                     flags=flags + ["-DMODEL_NO_SIMD"])
     pipe = Pipeline([("s", StandardScaler()), ("c", OneVsRestClassifier(SVC()))]).fit(X, y)
     check_parity(pipe, Xt[:200], tmp_path, flags=flags)
 
