@@ -19,7 +19,10 @@ For digits (embedded) and USPS (when its files are found) and byte budgets of 16
   ``m`` components, the ``m x m`` normalization, the ``m x 10`` weights), C picked
   among 0.1, 1, 10 on the same validation rows;
 * float32 ONNX Runtime per-row time (one thread, median over single-row calls) of
-  the 64 KB model, against its C.
+  the 64 KB model, against its C, side by side: ``REPEATS`` rounds, each timing ONNX
+  Runtime and then the C compiled with every entry of ``FLAGS`` (``-O2`` and ``-O3``,
+  portable; ``-O3 -march=native``, an extra); the ratio is the median over the rounds
+  of each round's ratio, with the load average before and after.
 
 Writes ``benchmarks/results/edge.json`` through ``write_results`` (commit, BLAS
 kernel, numpy's CPU features, load at the end) with the same stamp at the start. Run: ``python benchmarks/bench_edge.py [--quick]``.
@@ -49,7 +52,9 @@ def headline(budgets):
     """The budget whose model is also timed in ONNX Runtime and Python (64 KB)."""
     return 64 if 64 in budgets else budgets[-1]
 PRECISIONS = ("float32", "float16", "int8")
-NATIVE = ("-O3", "-march=native")  # besides -O2: ONNX Runtime uses the CPU's vector units
+NATIVE = ("-O3", "-march=native")  # an extra: ONNX Runtime uses the CPU's vector units
+FLAGS = {"O2": ("-O2",), "O3": ("-O3",), "O3_native": NATIVE}  # O2: the headline
+REPEATS = 5
 OUT = Path(__file__).resolve().parent / "results" / "edge.json"
 
 
@@ -88,33 +93,47 @@ class CBuild:
             fh.write(f"{self.n}\n")
             np.savetxt(fh, np.asarray(X_rows, dtype=np.float32), fmt="%.9g")
 
-    def run(self, model, precision, min_seconds=0.3, flags=("-O2",)):
-        """(predicted indices on the rows, microseconds per row) of the compiled C."""
+    def compile(self, model, precision, flags=("-O2",), tag="drv"):
+        """(predicted indices on the rows, the executable) of the compiled C."""
         from sparsekm.c_export import c_driver_source, export_c
 
         src, h = export_c(model, self.tmp / "m.c", name="m", precision=precision)
         (self.tmp / "drv.c").write_text(c_driver_source(h.name, "m"))
-        exe = self.tmp / "drv"
+        exe = self.tmp / tag
         subprocess.run([self.cc, "-std=c99", *flags, "-o", str(exe), str(self.tmp / "drv.c"),
                         str(src), "-lm"], check=True)
         out = subprocess.run([str(exe), str(self.tmp / "rows.txt")], capture_output=True,
                              text=True, check=True).stdout
-        idx = np.array([int(line.split()[0]) for line in out.splitlines()])
-        return idx, self._time(exe, self.tmp / "rows.txt", self.n, min_seconds)
+        return np.array([int(line.split()[0]) for line in out.splitlines()]), exe
+
+    def time(self, exe, min_seconds=0.3):
+        """Microseconds per row of a compiled driver."""
+        return self._time(exe, self.tmp / "rows.txt", self.n, min_seconds)
+
+    def run(self, model, precision, min_seconds=0.3, flags=("-O2",)):
+        """(predicted indices on the rows, microseconds per row) of the compiled C."""
+        idx, exe = self.compile(model, precision, flags)
+        return idx, self.time(exe, min_seconds)
 
     def close(self):
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
-def onnx_us_per_row(model, X, n_calls):
+def onnx_session(model):
+    """A one-thread float32 ONNX Runtime session of ``model``."""
     import onnxruntime as ort
 
     from sparsekm import to_onnx
 
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = opts.inter_op_num_threads = 1
-    sess = ort.InferenceSession(to_onnx(model, dtype=np.float32).SerializeToString(), opts,
+    return ort.InferenceSession(to_onnx(model, dtype=np.float32).SerializeToString(), opts,
                                 providers=["CPUExecutionProvider"])
+
+
+def onnx_us_per_row(model, X, n_calls, sess=None):
+    """Median microseconds of one single-row call (after 20 warm-up calls)."""
+    sess = sess or onnx_session(model)
     rows = [np.asarray(X[i:i + 1], dtype=np.float32) for i in range(min(len(X), 200))]
     for r in rows[:20]:
         sess.run(None, {"X": r})
@@ -148,6 +167,29 @@ def _python_us_per_row(model, X, n_calls):
         model.predict(rows[i % len(rows)])
         times.append(time.perf_counter() - t0)
     return 1e6 * float(np.median(times))
+
+
+def side_by_side(model, precision, X, cb, n_calls, min_seconds, repeats=REPEATS):
+    """ONNX Runtime and the C (every ``FLAGS`` entry) timed in turn, ``repeats`` rounds.
+
+    Returns the per-round times, each round's C/ONNX ratio, their medians and the
+    load average (1 min) before and after: the machine is shared, so only ratios
+    measured next to each other mean much."""
+    import os
+
+    sess = onnx_session(model)
+    exes = {k: cb.compile(model, precision, fl, tag=f"drv_{k}")[1] for k, fl in FLAGS.items()}
+    out = {"repeats": repeats, "load_1min_before": os.getloadavg()[0],
+           "onnx_f32_us_per_row": [], "c_us_per_row": {k: [] for k in FLAGS}}
+    for _ in range(repeats):
+        out["onnx_f32_us_per_row"].append(onnx_us_per_row(model, X, n_calls, sess))
+        for k, exe in exes.items():
+            out["c_us_per_row"][k].append(cb.time(exe, min_seconds))
+    onnx = np.array(out["onnx_f32_us_per_row"])
+    out["c_over_onnx"] = {k: (np.array(v) / onnx).tolist() for k, v in out["c_us_per_row"].items()}
+    out["median_c_over_onnx"] = {k: float(np.median(v)) for k, v in out["c_over_onnx"].items()}
+    out["load_1min_after"] = os.getloadavg()[0]
+    return out
 
 
 def peer_at_bytes(budget, d, k, Xf, yf, Xv, yv, Xte, yte, gamma):
@@ -245,15 +287,19 @@ def run_dataset(name, gamma, Xtr, ytr, Xte, yte, quick):
                                                            Xv, yv, Xte, yte, gamma)
             if kb == headline(budgets):
                 clf = compressed[ok[pick]["n_vectors"]][0]
-                row["onnx_f32_us_per_row_same_vectors"] = onnx_us_per_row(clf, Xte, n_calls)
+                sbs = side_by_side(clf, pick, Xte, cb, n_calls, min_s,
+                                   repeats=2 if quick else REPEATS)
+                row["side_by_side"] = sbs
+                row["onnx_f32_us_per_row_same_vectors"] = float(
+                    np.median(sbs["onnx_f32_us_per_row"]))
                 row["python_fused_us_per_row"] = python_us_per_row(clf, Xte, n_calls)
                 row["python_unfused_us_per_row"] = python_us_per_row(clf, Xte, n_calls,
                                                                      fused=False)
-                row["c_us_per_row_O3_native"] = cb.run(clf, pick, min_s, flags=NATIVE)[1]
-                row["c_over_onnx_O3_native"] = row["c_us_per_row_O3_native"] / \
-                    row["onnx_f32_us_per_row_same_vectors"]
-                row["c_over_onnx"] = ok[pick]["c_us_per_row"] / \
-                    row["onnx_f32_us_per_row_same_vectors"]
+                row["c_us_per_row_O3_native"] = float(
+                    np.median(sbs["c_us_per_row"]["O3_native"]))
+                row["c_over_onnx"] = sbs["median_c_over_onnx"]["O2"]
+                row["c_over_onnx_O3"] = sbs["median_c_over_onnx"]["O3"]
+                row["c_over_onnx_O3_native"] = sbs["median_c_over_onnx"]["O3_native"]
             rows.append(row)
             print(f"{name} {kb:4d} KB: " + ", ".join(
                 f"{p} n={r['n_vectors']} err={100 * r.get('test_error', np.nan):.2f}% "
@@ -300,6 +346,8 @@ def targets(res):
                 "met": row["test_error"] <= full + 0.01}
         out[f"{name}_{kb}kb_c_within_2x_onnx"] = {
             "c_over_onnx": row["c_over_onnx"], "met": row["c_over_onnx"] <= 2.0,
+            "c_over_onnx_O3": row["c_over_onnx_O3"], "met_O3": row["c_over_onnx_O3"] <= 2.0,
+            "per_round_O2": row["side_by_side"]["c_over_onnx"]["O2"],
             "c_over_onnx_O3_native": row["c_over_onnx_O3_native"],
             "met_O3_native": row["c_over_onnx_O3_native"] <= 2.0}
         diffs = [r["int8_vs_float32_same_vectors"]["difference_points"] for r in ds["budgets"]

@@ -190,6 +190,42 @@ def test_each_kernel_expansion(digits, tmp_path, kernel, precision):
 
 
 @needs_cc
+@pytest.mark.parametrize("n", [1, 31, 32, 33, 64, 97])
+@pytest.mark.parametrize("precision,scales", [("float32", "per-vector"), ("float16", "per-vector"),
+                                              ("int8", "per-vector"), ("int8", "per-feature")])
+def test_vector_blocks(digits, tmp_path, n, precision, scales):
+    """The C code reads the vectors in blocks of 32 (the last one shorter), each laid
+    out feature-major: every vector, coefficient and scale must still meet its own
+    term, whatever n (a misplaced one moves the values by far more than 1e-6). Blocks of
+    at most 8 vectors split the sum over the features in 4 (odd n: 61 features, so a
+    remainder)."""
+    X, _, Xt, _ = digits
+    d = 61 if n % 2 else 64
+    X, Xt = X[:, :d], Xt[:, :d]
+    rng = np.random.default_rng(n)
+    Z = X[rng.choice(len(X), n, replace=False)] + 0.1 * rng.standard_normal((n, d))
+    for kernel in (RBF(0.05), Linear()):
+        psi = KernelExpansion(Z, rng.standard_normal((n, 3)), kernel, [0.5, -0.25, 0.0])
+        check_parity(psi, Xt[:100], tmp_path, precision=precision, scales=scales)
+
+
+@needs_cc
+@pytest.mark.parametrize("precision,scales", [("float32", "per-vector"), ("float16", "per-vector"),
+                                              ("int8", "per-vector"), ("int8", "per-feature")])
+def test_no_simd_loops(digits, tmp_path, precision, scales):
+    """``-DMODEL_NO_SIMD`` reads the same blocks one vector at a time: the same values
+    (97 vectors over 61 features: full, power-of-two and remainder parts; 5 over 3)."""
+    X, _, Xt, _ = digits
+    rng = np.random.default_rng(1)
+    for n, d in ((97, 61), (5, 3)):
+        Z = X[rng.choice(len(X), n, replace=False), :d] + 0.1 * rng.standard_normal((n, d))
+        for kernel in (RBF(0.05), Linear()):
+            psi = KernelExpansion(Z, rng.standard_normal((n, 2)), kernel, [0.5, -0.25])
+            check_parity(psi, Xt[:100, :d], tmp_path, precision=precision, scales=scales,
+                         flags=FLAGS + ["-DMODEL_NO_SIMD"])
+
+
+@needs_cc
 @pytest.mark.parametrize("precision,scales", [("float16", "per-vector"), ("int8", "per-vector"),
                                               ("int8", "per-feature")])
 def test_quantized_storage(digits, tmp_path, precision, scales):
@@ -222,6 +258,8 @@ def test_sanitizers(digits, tmp_path):
     svc = SVC(gamma=0.5, break_ties=True).fit(X, y)
     for precision in ("float16", "int8"):
         check_parity(svc, Xt[:200], tmp_path, precision=precision, flags=flags)
+        check_parity(svc, Xt[:200], tmp_path, precision=precision,
+                     flags=flags + ["-DMODEL_NO_SIMD"])
     pipe = Pipeline([("s", StandardScaler()), ("c", OneVsRestClassifier(SVC()))]).fit(X, y)
     check_parity(pipe, Xt[:200], tmp_path, flags=flags)
 

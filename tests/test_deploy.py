@@ -169,6 +169,13 @@ def test_bench_edge_quick(tmp_path):
         assert r["bytes"] == r["bytes_planned"] <= 8 * 1024, p
         assert r["c_labels_identical"] and r["c_us_per_row"] > 0
     assert row["python_fused_us_per_row"] > 0 and row["onnx_f32_us_per_row_same_vectors"] > 0
+    sbs = row["side_by_side"]  # ONNX and C timed in turn: each round's ratio, their median
+    assert sbs["repeats"] == len(sbs["onnx_f32_us_per_row"]) == 2
+    for k, times in sbs["c_us_per_row"].items():
+        np.testing.assert_allclose(sbs["c_over_onnx"][k],
+                                   np.divide(times, sbs["onnx_f32_us_per_row"]))
+        assert sbs["median_c_over_onnx"][k] == np.median(sbs["c_over_onnx"][k])
+    assert row["c_over_onnx"] == sbs["median_c_over_onnx"]["O2"]
     assert "digits_int8_loses_at_most_0.2_points" in res["targets"]
     assert res["provenance_start"]["numpy_cpu_features"] and res["provenance"]["commit"]
 
