@@ -93,14 +93,56 @@ def test_more_vectors_than_the_feature_space_has_dimensions_is_refused(quadratic
         select_backward(psi, 3)
 
 
-def test_a_selection_is_never_better_than_the_bound(quadratic):
+@pytest.mark.parametrize("method", ["select-kpca", "select-backward", "select-l1"])
+def test_a_selection_is_never_better_than_the_bound(quadratic, method):
     psi, _, _, _ = quadratic
     few = KernelExpansion(psi.vectors[:8], psi.coef[:8], psi.kernel, 0.0)  # 8 < 10
     S = _matrix(few.vectors, few.coef)
     lam = np.linalg.eigvalsh(S)
     lam = lam[np.argsort(-np.abs(lam))]
-    for m in (1, 2, 3):
-        assert select_backward(few, m).objective >= np.sum(lam[m:] ** 2) * (1 - 1e-9)
+    for m in (2, 3, 4):
+        result = reduce_expansion(few, m, method=method)
+        assert result.objective >= np.sum(lam[m:] ** 2) * (1 - 1e-9)
+        # and the reported objective is the matrices' own distance
+        R = S - _matrix(result.expansion.vectors, result.expansion.coef)
+        assert result.objective == pytest.approx(np.sum(R * R), rel=1e-8)
+
+
+def test_the_inhomogeneous_quadratic_kernel_is_its_explicit_feature_map():
+    # (x.y + 1)^2 = <x x^T, y y^T> + 2 x.y + 1: Phi(x) = (x x^T, sqrt(2) x, 1)
+    rng = np.random.default_rng(4)
+    kernel = Polynomial(degree=2, coef0=1.0, gamma=1.0)
+    a = KernelExpansion(rng.normal(size=(6, 3)), rng.normal(size=6), kernel, 0.0)
+    b = KernelExpansion(rng.normal(size=(4, 3)), rng.normal(size=4), kernel, 0.0)
+
+    def features(e):
+        Z, c = np.asarray(e.vectors), np.ravel(e.coef)
+        return np.concatenate([_matrix(Z, c).ravel(), np.sqrt(2) * c @ Z, [c.sum()]])
+
+    direct = np.sum((features(a) - features(b)) ** 2)
+    assert approximation_error(a, b) == pytest.approx(direct, rel=1e-10)
+
+
+def test_the_reported_norm_is_the_gram_quadratic_form():
+    rng = np.random.default_rng(6)
+    X, alpha = rng.normal(size=(9, 2)), rng.normal(size=9)
+    psi = KernelExpansion(X, alpha, RBF(0.7), 0.0)
+    K = np.exp(-0.7 * ((X[:, None] - X[None]) ** 2).sum(-1))
+    result = construct(psi, 3, random_state=0)
+    assert result.norm2 == pytest.approx(alpha @ K @ alpha, rel=1e-12)
+    assert result.relative_objective == pytest.approx(result.objective / (alpha @ K @ alpha))
+
+
+def test_rescaling_the_inputs_with_the_width_rescales_the_reduced_set():
+    # exp(-gamma |x - y|^2) = exp(-(gamma / c^2) |c x - c y|^2)
+    rng = np.random.default_rng(9)
+    X, alpha = rng.normal(size=(12, 2)), rng.normal(size=12)
+    r1 = construct(KernelExpansion(X, alpha, RBF(0.5), 0.0), 3, refine=True, random_state=0)
+    r2 = construct(KernelExpansion(3 * X, alpha, RBF(0.5 / 9), 0.0), 3, refine=True,
+                   random_state=0)
+    assert r2.objective == pytest.approx(r1.objective, rel=1e-5)
+    # (phase 2 stops at a relative change of the objective: the vectors agree to ~1e-3)
+    np.testing.assert_allclose(r2.expansion.vectors / 3, r1.expansion.vectors, atol=5e-3)
 
 
 def _two_gaussians(a, gamma):
