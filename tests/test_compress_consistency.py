@@ -158,3 +158,9 @@ def test_a_data_method_without_training_rows_leaves_no_usable_candidate(svc, moo
     with pytest.raises(ValueError, match=r"no candidate gave a usable model at 6 vectors "
                                          r"\(uniform-svm: refused \(needs the training data"):
         compress(svc, Xv, yv, n_vectors=6, method="uniform-svm")
+
+
+def test_a_method_named_twice_is_tried_once(svc, moons):
+    _, _, Xv, yv = moons
+    twice = _small(svc, Xv, yv, method=["construct", "construct"])
+    assert [r["method"] for r in twice.compress_report_["rows"]] == ["construct"]
