@@ -51,6 +51,15 @@ def test_a_greedy_basis_never_beats_pca_on_the_training_data(low_rank):
     assert greedy_tr[-1] <= 1e-9 * scale
 
 
+def test_at_full_rank_greedy_and_pca_project_unseen_points_alike(low_rank):
+    # four pivots of a rank-4 training set span its row space, as do four principal
+    # directions: the residual of an unseen point is its distance to that one subspace
+    Xtr, Xte = low_rank
+    _, greedy_te = franc._greedy_mse(Xtr, Xte, [4], seed=0)
+    _, pca_te = franc._pca_mse(Xtr, Xte, [4])
+    assert greedy_te[0] == pytest.approx(pca_te[0], rel=1e-8)
+
+
 def test_ripley_C_is_chosen_from_the_grid_on_training_data_only():
     assert list(inspect.signature(franc.ripley_choose_C).parameters) == [
         "X", "y", "kernel", "seed"]

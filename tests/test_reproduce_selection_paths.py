@@ -10,6 +10,7 @@ from sparsekm import KernelExpansion
 from sparsekm.kernels import RBF
 from sparsekm.reduced_set import (
     approximation_error,
+    construct,
     optimal_coefficients,
     select_backward,
     select_l1,
@@ -45,6 +46,19 @@ def test_the_backward_path_equals_the_direct_selections(psi):
         assert _rows(Z) == _rows(direct.vectors)
         np.testing.assert_allclose(np.ravel(beta), np.ravel(
             optimal_coefficients(psi, direct.vectors)), rtol=1e-8, atol=1e-10)
+
+
+def test_the_backward_path_takes_its_sizes_in_any_order(psi):
+    a, b = rs._backward_path(psi, [3, 9, 5]), rs._backward_path(psi, [9, 5, 3])
+    for n in (3, 5, 9):
+        np.testing.assert_array_equal(a[n][0], b[n][0])
+
+
+def test_uncapped_phase_1_is_constructs_phase_1_as_far_as_construct_goes(psi):
+    direct = construct(psi, 4, random_state=0).expansion.vectors
+    longer = rs._phase1_uncapped(psi, 20, 0)  # past the 14 terms of psi
+    assert longer.shape == (20, 3)
+    np.testing.assert_allclose(longer[:4], direct, atol=1e-5)
 
 
 def test_the_kernel_pca_path_is_nested_with_optimal_coefficients(psi):
@@ -100,6 +114,15 @@ def test_the_lambda_search_reuses_what_it_has_tried():
     lam, avg = rs._search_lambda(counters, 7, memo)  # a new target, from the memo's brackets
     assert avg == 7
     assert len(set(counters[0].calls)) == len(counters[0].calls)  # no lambda counted twice
+
+
+def test_an_unreachable_average_gives_the_closest_and_then_the_larger_lambda():
+    class Jump:  # the count jumps from 12 to 8 at lambda = 1: 10 cannot be reached
+        def count(self, lam):
+            return 12 if lam < 1.0 else 8
+
+    lam, avg = rs._search_lambda([Jump()], 10, {})
+    assert avg == 8 and lam >= 1.0
 
 
 def test_sizes_at_an_equal_fraction_removed():
