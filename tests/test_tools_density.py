@@ -70,3 +70,12 @@ def test_lines_are_physical_and_density_is_per_hundred(density, tmp_path):
     rows, median = density.table(lines, items)
     assert [r[3] for r in rows] == [i / 2 for i in range(19)]
     assert median == 4.5                              # the 10th of 0, 0.5, ..., 9
+
+
+def test_the_median_of_the_other_areas_leaves_the_subjects_out(density):
+    areas = list(density.AREAS)
+    rows, _ = density.table({a: 100 for a in areas}, {a: i for i, a in enumerate(areas)})
+    # densities 0..18; without the five largest the others are 0..13, median 6.5
+    assert density.median_of_others(rows, areas[-5:]) == 6.5
+    with pytest.raises(ValueError, match=r"unknown area\(s\) \['nope'\]"):
+        density.median_of_others(rows, ["nope"])
