@@ -131,16 +131,15 @@ def test_a_first_row_0_1_2_over_whole_numbers_is_data(tmp_path):
     assert notes == []
 
 
-def test_nan_in_the_data_is_refused_naming_the_file(tmp_path):
-    (tmp_path / "nan.csv").write_text("1,2\nnan,3\n")
-    with pytest.raises(ValueError, match=r"nan\.csv contains NaN"):
-        read_matrix(tmp_path / "nan.csv")
-
-
-def test_a_ragged_table_is_refused_naming_the_file(tmp_path):
-    (tmp_path / "rag.csv").write_text("1,2\n3\n")
-    with pytest.raises(ValueError, match=r"could not read .*rag\.csv as a numeric table"):
-        read_matrix(tmp_path / "rag.csv")
+@pytest.mark.parametrize("name, text, match", [
+    ("nan.csv", "1,2\nnan,3\n", r"nan\.csv contains NaN"),
+    ("rag.csv", "1,2\n3\n", r"could not read .*rag\.csv as a numeric table"),
+    ("t.npy", "1,2\n3,4\n", r"could not read .*t\.npy as a \.npy array"),
+], ids=["nan", "ragged", "text-named-npy"])
+def test_a_file_that_is_no_table_of_numbers_is_refused_naming_it(tmp_path, name, text, match):
+    (tmp_path / name).write_text(text)
+    with pytest.raises(ValueError, match=match):
+        read_matrix(tmp_path / name)
 
 
 def test_a_one_dimensional_npy_is_refused_with_its_shape(tmp_path):
@@ -154,12 +153,6 @@ def test_an_empty_file_is_refused(tmp_path):
     with pytest.warns(UserWarning, match="input contained no data"):  # numpy's own
         with pytest.raises(ValueError, match=r"e\.csv is empty"):
             read_matrix(tmp_path / "e.csv")
-
-
-def test_text_named_npy_is_refused_as_not_an_array(tmp_path):
-    (tmp_path / "t.npy").write_text("1,2\n3,4\n")
-    with pytest.raises(ValueError, match=r"could not read .*t\.npy as a \.npy array"):
-        read_matrix(tmp_path / "t.npy")
 
 
 def test_a_zip_given_as_data_is_called_a_model_file(tmp_path):

@@ -16,18 +16,18 @@ from sparsekm.multiclass import ExpansionClassifier
 
 @pytest.fixture(scope="module")
 def moons():
+    """100 training and 60 validation points of the two moons."""
     X, y = make_moons(160, noise=0.25, random_state=0)
     return X[:100], y[:100], X[100:], y[100:]
 
 
-@pytest.fixture(scope="module")
-def svc(moons):
-    Xtr, ytr, _, _ = moons
-    return SVC(C=10, gamma=1.0).fit(Xtr, ytr)
-
-
 def _small(model, Xv, yv, method=("construct", "construct+refine"), n_vectors=6):
     return compress(model, Xv, yv, n_vectors=n_vectors, method=list(method), random_state=0)
+
+
+@pytest.fixture(scope="module")
+def svc(moons):
+    return SVC(C=10, gamma=1.0).fit(*moons[:2])
 
 
 @pytest.fixture(scope="module")

@@ -7,18 +7,15 @@ import numpy as np
 import pytest
 
 from sparsekm import KernelExpansion
-from sparsekm.kernels import RBF
 from sparsekm.reduced_set import construct, select_backward, select_kpca, select_l1, select_l1_multi
+
+from ._small_cases import rbf_expansion
+from ._small_cases import row_set as _rows
 
 
 @pytest.fixture(scope="module")
 def psi():
-    rng = np.random.default_rng(30)
-    return KernelExpansion(rng.normal(size=(14, 3)), rng.normal(size=14), RBF(0.6), 0.0)
-
-
-def _rows(Z):
-    return {tuple(np.round(z, 12)) for z in np.asarray(Z)}
+    return rbf_expansion()
 
 
 @pytest.mark.parametrize("select", [select_backward, select_kpca], ids=["backward", "kpca"])

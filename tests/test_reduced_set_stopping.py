@@ -3,7 +3,6 @@ square) with the same vectors as the full run up to there, and on its own once a
 finite-dimensional feature space is reproduced exactly."""
 
 import numpy as np
-import pytest
 
 from sparsekm import KernelExpansion
 from sparsekm.kernels import RBF, Polynomial

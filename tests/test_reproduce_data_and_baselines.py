@@ -14,6 +14,8 @@ from sparsekm.kernels import RBF
 from sparsekm.reproduce import Context, denoising, franc, randomized
 from sparsekm.reproduce import reduced_set as rs
 
+from ._small_cases import noisy_xor
+
 
 @pytest.fixture
 def fake_usps(monkeypatch):
@@ -88,11 +90,7 @@ def test_the_randomized_section_uses_usps_with_its_width(fake_usps):
 
 
 def test_svm_approx_with_a_complete_basis_is_the_exact_svm():
-    rng = np.random.default_rng(3)
-    X = rng.normal(size=(60, 2))
-    y = np.where(X[:, 0] * X[:, 1] + 0.5 * rng.normal(size=60) > 0, 1.0, -1.0)
-    Xt = rng.normal(size=(200, 2))
-    yt = np.where(Xt[:, 0] * Xt[:, 1] > 0, 1.0, -1.0)
+    X, y, Xt, yt = noisy_xor(3, 60, 200, noise=0.5)
     trn, test, ker_eval, ker_train, n_basis = franc._approx_svm_scores(
         (X, y, Xt, yt), 0.5, 1.0, 60, seed=0, eps=1e-12)
     svc = SVC(C=1.0, gamma=0.5).fit(X, y)

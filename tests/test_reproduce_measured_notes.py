@@ -5,7 +5,6 @@ its records says nothing rather than something typed."""
 
 from types import SimpleNamespace
 
-import numpy as np
 import pytest
 
 from sparsekm.reproduce import denoising, discover, franc, section_of

@@ -7,45 +7,36 @@ import numpy as np
 import pytest
 
 from sparsekm import KernelExpansion
-from sparsekm.kernels import RBF
-from sparsekm.reduced_set import (
-    approximation_error,
-    construct,
-    optimal_coefficients,
-    select_backward,
-    select_l1,
-)
+from sparsekm import reduced_set as solvers
 from sparsekm.reproduce import reduced_set as rs
+
+from ._small_cases import rbf_expansion
+from ._small_cases import row_set as _rows
 
 
 @pytest.fixture(scope="module")
 def psi():
-    rng = np.random.default_rng(30)
-    return KernelExpansion(rng.normal(size=(14, 3)), rng.normal(size=14), RBF(0.6), 0.0)
-
-
-def _rows(Z):
-    return {tuple(np.round(z, 12)) for z in np.asarray(Z)}
+    return rbf_expansion()
 
 
 def test_a_continued_elimination_is_pythagorean(psi):
     # Psi - Psi' is orthogonal to the span of Psi''s vectors, so for a further reduction
     # Psi'' of Psi': ||Psi - Psi''||^2 = ||Psi - Psi'||^2 + ||Psi' - Psi''||^2
-    first = select_backward(psi, 9).expansion
-    second = select_backward(first, 5).expansion
-    total = approximation_error(psi, second)
-    assert total == pytest.approx(approximation_error(psi, first)
-                                  + approximation_error(first, second), rel=1e-9)
+    first = solvers.select_backward(psi, 9).expansion
+    second = solvers.select_backward(first, 5).expansion
+    total = solvers.approximation_error(psi, second)
+    assert total == pytest.approx(solvers.approximation_error(psi, first)
+                                  + solvers.approximation_error(first, second), rel=1e-9)
 
 
 def test_the_backward_path_equals_the_direct_selections(psi):
     path = rs._backward_path(psi, [9, 5, 3])
     for n in (9, 5, 3):
-        direct = select_backward(psi, n).expansion
+        direct = solvers.select_backward(psi, n).expansion
         Z, beta = path[n]
         assert _rows(Z) == _rows(direct.vectors)
         np.testing.assert_allclose(np.ravel(beta), np.ravel(
-            optimal_coefficients(psi, direct.vectors)), rtol=1e-8, atol=1e-10)
+            solvers.optimal_coefficients(psi, direct.vectors)), rtol=1e-8, atol=1e-10)
 
 
 def test_the_backward_path_takes_its_sizes_in_any_order(psi):
@@ -55,7 +46,7 @@ def test_the_backward_path_takes_its_sizes_in_any_order(psi):
 
 
 def test_uncapped_phase_1_is_constructs_phase_1_as_far_as_construct_goes(psi):
-    direct = construct(psi, 4, random_state=0).expansion.vectors
+    direct = solvers.construct(psi, 4, random_state=0).expansion.vectors
     longer = rs._phase1_uncapped(psi, 20, 0)  # past the 14 terms of psi
     assert longer.shape == (20, 3)
     np.testing.assert_allclose(longer[:4], direct, atol=1e-5)
@@ -83,7 +74,7 @@ def test_a_size_at_or_above_the_expansion_keeps_it(psi):
 def test_the_l1_counter_counts_what_select_l1_keeps(psi):
     counter = rs._L1Counts(psi)
     for lam in (0.01, 0.1, 1.0):
-        kept = select_l1(psi, lam, c="inverse", tol=1e-6, max_iter=10_000).support
+        kept = solvers.select_l1(psi, lam, c="inverse", tol=1e-6, max_iter=10_000).support
         assert counter.count(lam) == len(kept)
 
 

@@ -16,6 +16,8 @@ from sparsekm.reduced_set import construct
 from sparsekm.reproduce import franc
 from sparsekm.reproduce import reduced_set as rs
 
+from ._small_cases import noisy_xor
+
 
 @pytest.fixture(scope="module")
 def digits_ovr():
@@ -102,11 +104,7 @@ def test_the_sv_summary_lists_the_recorded_grid():
 
 
 def test_the_ida_svm_rows_are_scikit_learns_svm_at_each_C():
-    rng = np.random.default_rng(8)
-    X = rng.normal(size=(50, 2))
-    y = np.where(X[:, 0] * X[:, 1] + 0.4 * rng.normal(size=50) > 0, 1.0, -1.0)
-    Xt = rng.normal(size=(80, 2))
-    yt = np.where(Xt[:, 0] * Xt[:, 1] > 0, 1.0, -1.0)
+    X, y, Xt, yt = noisy_xor(8, 50, 80, noise=0.4)
     Cs = [0.5, 4.0]
     rows = franc._ida_split_scores((X, y, Xt, yt), 0.5, Cs, seed=0)["SVM"]
     for C, (trn, test, _, _, n_sv) in zip(Cs, rows, strict=True):
