@@ -87,3 +87,11 @@ def test_an_existing_output_needs_force(circle, capsys):
     assert (d / "o.npy").read_bytes() == b"keep"
     assert _denoise(d, "o.npy", "--n-components", "1", "--linear", "--force") == 0
     assert np.load(d / "o.npy").shape == (15, 2)
+
+
+def test_an_unknown_pre_image_method_is_named_with_the_choices(circle, capsys):
+    d, _, _ = circle
+    assert _denoise(d, "m.npy", "--n-components", "2", "--method", "magic") == 1
+    err = capsys.readouterr().err
+    assert "'method' parameter of KernelPCA.denoise must be one of" in err and "'magic'" in err
+    assert not (d / "m.npy").exists()

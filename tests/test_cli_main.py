@@ -66,3 +66,13 @@ def test_info_reports_a_data_folder_and_what_it_holds(tmp_path, capsys, monkeypa
     data = [line for line in out if line.startswith("data folder:")]
     assert data == [f"data folder: {tmp_path} (usps no, ida no, ripley no)"]
 
+
+
+def test_python_dash_m_runs_the_same_main(monkeypatch, capsys):
+    import runpy
+
+    monkeypatch.setattr("sys.argv", ["sparsekm", "info"])
+    with pytest.raises(SystemExit) as exc:
+        runpy.run_module("sparsekm.cli", run_name="__main__")
+    assert exc.value.code == 0
+    assert capsys.readouterr().out.startswith(f"sparsekm {sparsekm.__version__}")

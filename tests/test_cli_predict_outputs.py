@@ -127,3 +127,11 @@ def test_a_transformer_prints_its_features(tmp_path, capsys):
     assert main(["predict", str(tmp_path / "kpca.skm"), str(tmp_path / "x.npy")]) == 0
     printed = np.array(_rows(capsys.readouterr().out), dtype=float)
     np.testing.assert_allclose(printed, kpca.transform(X[:5]), rtol=1e-9, atol=1e-12)
+
+
+def test_labels_written_as_text_are_one_per_line(saved, capsys):
+    d, X, clf, _ = saved
+    out = d / "labels.txt"
+    assert main(["predict", str(d / "clf.skm"), str(d / "x.npy"), "-o", str(out),
+                 "--force"]) == 0
+    assert out.read_text().split("\n")[:-1] == clf.predict(X).tolist()
