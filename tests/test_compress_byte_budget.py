@@ -10,17 +10,9 @@ from sklearn.svm import SVC
 
 from sparsekm import compress
 
+from ._small_cases import layout_bytes
+
 BUDGET = 150
-
-
-def layout_bytes(precision, n_vectors, n_features=2, n_outputs=1, labels=("0", "1")):
-    """The documented C layout: per vector ``n_features b`` (b = 4, 2, 1) plus
-    ``4 n_outputs`` coefficients (int8: ``+ 4``, its scale); fixed: ``4 n_outputs``
-    thresholds and the class labels (a 4-byte pointer each and the string with its NUL)."""
-    b = {"float32": 4, "float16": 2, "int8": 1}[precision]
-    per_vector = n_features * b + 4 * n_outputs + (4 if precision == "int8" else 0)
-    fixed = 4 * n_outputs + sum(4 + len(s) + 1 for s in labels)
-    return fixed + per_vector * n_vectors
 
 
 @pytest.fixture(scope="module")
