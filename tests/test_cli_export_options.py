@@ -106,9 +106,6 @@ def test_c_export_writes_both_files_with_the_names_given(model, capsys):
     assert '#include "k.h"' in (d / "k.c").read_text()
 
 
-@pytest.mark.xfail(strict=True, reason="export --format c of a model without labels names a "
-                   "<name>_predict function that the header does not declare (cli/_commands/"
-                   "export.py prints '<name>_predict/<name>_decision' for every model)")
 def test_c_export_names_only_the_functions_it_wrote(model, capsys):
     d, _ = model
     _export_tiny_c(d)

@@ -46,9 +46,6 @@ def test_render_only_needs_a_results_file(capsys, tmp_path):
         capsys, tmp_path, "ripley", "--render-only", made_nothing=False)
 
 
-@pytest.mark.xfail(strict=True, reason="reproduce --render-only without a results file is "
-                   "refused only after --out's folder was created (cli/_commands/reproduce.py "
-                   "makes ctx.out_dir before the --render-only check)")
 def test_render_only_refusal_makes_no_folder(capsys, tmp_path):
     _usage(capsys, tmp_path, "ripley", "--render-only")
 

@@ -109,18 +109,12 @@ def test_a_result_no_better_than_the_majority_class_is_refused(data):
         _construct(svc, Xv, yv, n_vectors=1)
 
 
-@pytest.mark.xfail(strict=True, reason="validation rows of one class make the chance rule "
-                   "vacuous (compress skips it when the majority's error is 0): a model that "
-                   "errs on 17 % of them is returned with no warning or refusal")
-def test_validation_rows_of_one_class_are_refused_or_warned_about(data):
+def test_validation_rows_of_one_class_are_refused(data):
+    """Rows of one class make every validation rule vacuous (always predicting it errs
+    on none): refused, naming the reason, before anything is fitted."""
     svc, _, _, Xv, yv = data
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            _construct(svc, Xv[yv == 1], yv[yv == 1], n_vectors=6)
-        except ValueError:
-            return
-    assert caught
+    with pytest.raises(ValueError, match=r"y_val holds one class only \(\[1\]\)"):
+        _construct(svc, Xv[yv == 1], yv[yv == 1], n_vectors=6)
 
 
 def test_the_result_cannot_be_fitted_again(data):

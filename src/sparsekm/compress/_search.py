@@ -705,6 +705,11 @@ def _checked_original(model, X_val, y_val, X_train, y_train, owner):
             if unknown.size:
                 raise ValueError(f"{name} holds labels the model does not know: "
                                  f"{unknown[:5].tolist()}.")
+    if y_val is not None and np.unique(y_val).size < 2:
+        # the error of always predicting that class is 0: no rule can judge a candidate
+        raise ValueError(f"{owner}: y_val holds one class only ({np.unique(y_val)[:1].tolist()}"
+                         "); validation rows of one class cannot tell a good classifier from "
+                         "one that always predicts it. Give rows of at least two classes.")
     return exact
 
 

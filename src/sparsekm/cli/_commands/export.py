@@ -42,8 +42,11 @@ def _export_c(args, model):
                        "unless compiled with -D<NAME>_REAL=float)")
     src, header = export_c(model, args.output, name=args.name, precision=args.precision,
                            scales=args.scales)
+    declared = Path(header).read_text(encoding="utf-8")  # a model without labels: no predict
+    functions = [f"{args.name}_{f}" for f in ("predict", "decision")
+                 if f" {args.name}_{f}(" in declared]
     print(f"exported {args.model} ({type(model).__name__}) to {src} and {header}: C99, vectors "
-          f"in {args.precision}, functions {args.name}_predict/{args.name}_decision")
+          f"in {args.precision}, functions {'/'.join(functions)}")
     return 0
 
 

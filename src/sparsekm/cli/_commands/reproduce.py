@@ -106,13 +106,13 @@ def cmd_reproduce(args):
                   progress=not args.quiet, cache_path=None if cache is None else Path(cache),
                   no_cache=args.no_cache, cached_only=args.cached_only, datasets=datasets,
                   seeds=args.seeds)
+    if args.render_only and not results_path:  # refused before anything is made
+        raise SystemExit(usage_error("--render-only needs --write-results FILE or 'all'"))
     ctx.out_dir.mkdir(parents=True, exist_ok=True)
     if skipped:
         print(f"--skip-slow: not re-running {', '.join(skipped)}"
               + (f" (their sections in {results_path} are kept)" if results_path else ""))
     if args.render_only:
-        if not results_path:
-            raise SystemExit(usage_error("--render-only needs --write-results FILE or 'all'"))
         write_results(results_path, registry, {}, mark_kept=False)
         print(f"re-rendered {results_path} from the modules' section texts (nothing re-run)")
         return 0
