@@ -76,3 +76,10 @@ def test_python_dash_m_runs_the_same_main(monkeypatch, capsys):
         runpy.run_module("sparsekm.cli", run_name="__main__")
     assert exc.value.code == 0
     assert capsys.readouterr().out.startswith(f"sparsekm {sparsekm.__version__}")
+
+
+def test_info_says_a_missing_data_folder_is_missing(tmp_path, capsys):
+    missing = tmp_path / "nowhere"
+    assert main(["info", "--data", str(missing)]) == 0
+    line = [x for x in capsys.readouterr().out.splitlines() if x.startswith("data folder")]
+    assert line == [f"data folder: {missing} does not exist (the embedded digits still work)"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from pathlib import Path
 
 
@@ -144,8 +145,14 @@ def read_matrix(path, index_col=False, *, note=None):
             else:
                 note(text)
         try:
-            X = np.loadtxt(path, delimiter=delimiter, skiprows=skip, ndmin=2,
-                           encoding="utf-8-sig")
+            with warnings.catch_warnings():  # an empty file: numpy's warning is the error
+                warnings.simplefilter("error", UserWarning)
+                X = np.loadtxt(path, delimiter=delimiter, skiprows=skip, ndmin=2,
+                               encoding="utf-8-sig")
+        except UserWarning as exc:
+            if "no data" not in str(exc):
+                raise ValueError(f"could not read {path} as a numeric table: {exc}") from None
+            X = np.empty((0, 1))  # refused below as empty, without numpy's warning
         except Exception as exc:
             raise ValueError(f"could not read {path} as a numeric table: {exc}") from None
         fields = first.rstrip("\r\n").split(",") if delimiter == "," else []

@@ -30,7 +30,9 @@ def cmd_info(args):
         except ImportError:
             print(f"{opt}: not installed (optional)")
     root = find_data_dir(args.data)
-    if root is None:
+    if root is not None and not root.is_dir():  # --data names a folder that is not there
+        print(f"data folder: {root} does not exist (the embedded digits still work)")
+    elif root is None:
         print("data folder: not found (download it with 'sparsekm data fetch', or set "
               "SPARSEKM_DATA or pass --data); the embedded digits still work")
     else:
