@@ -1,4 +1,5 @@
 import re
+from pathlib import Path
 
 import pytest
 
@@ -476,7 +477,8 @@ def test_reduce_saved_sparsekm_classifiers_keeps_classes(tmp_path, capsys):
     from sparsekm.models import SLMC, ReducedSetClassifier
 
     X, y = load_iris(return_X_y=True)
-    slmc = SLMC(n_vectors=3, max_iter=5).fit(X, y)  # one-vs-rest, 9 vectors
+    # one-vs-rest, 9 vectors; converges (tol=1e-3), no cap warning
+    slmc = SLMC(n_vectors=3, max_iter=40, tol=1e-3, random_state=0).fit(X, y)
     rs = ReducedSetClassifier(n_vectors=6, random_state=0).fit(X, y)  # one-vs-one
     for name, model, scheme in (("slmc", slmc, "ovr"), ("rs", rs, "ovo")):
         sparsekm.save(model, tmp_path / f"{name}.skm")
@@ -809,15 +811,16 @@ def test_outputs_are_not_replaced_without_force(binary_svc, capsys):
                  ["predict", str(d / "svc.skm"), str(d / "x.npy"), "-o", str(d / "old.npy")],
                  ["denoise", "--train", str(d / "x.npy"), "--input", str(d / "x.npy"),
                   "--output", str(d / "old.npy"), "--n-components", "2"]):
-        out = argv[argv.index("-o") + 1] if "-o" in argv else argv[argv.index("--output") + 1]
-        open(out, "wb").write(b"precious")
+        out = Path(argv[argv.index("-o") + 1] if "-o" in argv
+                   else argv[argv.index("--output") + 1])
+        out.write_bytes(b"precious")  # (open(out, "wb").write left the file to the GC)
         capsys.readouterr()
         assert main(argv) == 1
         line = _error_line(capsys.readouterr().err)
         assert "already exists" in line and "--force" in line
-        assert open(out, "rb").read() == b"precious"
+        assert out.read_bytes() == b"precious"
         assert main([*argv, "--force"]) == 0
-        assert open(out, "rb").read() != b"precious"
+        assert out.read_bytes() != b"precious"
     np.testing.assert_array_equal(np.load(d / "old.npy").shape, X.shape)
 
 

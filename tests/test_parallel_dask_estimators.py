@@ -43,15 +43,16 @@ SPECS = {
         n_components=3, kernel=K, sampling="sparsify", s=2.0, random_state=0), "unsupervised"),
     "ReducedSetClassifier": (sparsekm.models.ReducedSetClassifier(
         SVC(C=10.0, gamma=0.5), n_vectors=3, n_init=2, max_iter=30, random_state=0), "multi"),
-    "ExpansionRegressor": (sparsekm.models.ExpansionRegressor(K, n_vectors=10, random_state=0),
+    "ExpansionRegressor": (sparsekm.models.ExpansionRegressor(kernel=K, n_vectors=10, random_state=0),
                            "regression"),
     "ReducedSetRegressor": (sparsekm.models.ReducedSetRegressor(
         SVR(C=10.0, gamma=0.5), n_vectors=4, n_init=2, max_iter=30, random_state=0),
         "regression"),
+    # tol=1e-3: the SLMC/SparseKFD fits converge (within 11 iterations), no cap warning
     "SparseLargeMarginClassifier": (sparsekm.models.SLMC(
-        n_vectors=3, C=10.0, kernel=K, max_iter=5, random_state=0), "multi"),
-    "SparseKFD": (sparsekm.models.SparseKFD(n_vectors=3, kernel=K, max_iter=5, random_state=0),
-                  "binary"),
+        n_vectors=3, C=10.0, kernel=K, max_iter=40, tol=1e-3, random_state=0), "multi"),
+    "SparseKFD": (sparsekm.models.SparseKFD(n_vectors=3, kernel=K, max_iter=40, tol=1e-3,
+                                            random_state=0), "binary"),
     "RSVM": (sparsekm.models.RSVM(n_vectors=6, C=10.0, kernel=K, random_state=0), "multi"),
     "ModifiedRSVM": (sparsekm.models.ModifiedRSVM(n_vectors=6, C=10.0, kernel=K,
                                                   random_state=0), "binary"),

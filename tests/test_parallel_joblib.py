@@ -24,6 +24,7 @@ from sparsekm.models import (
 from sparsekm.parallel import parallel_map
 from sparsekm.reduced_set import (
     ReducedSetResult,
+    ReducedSetWarning,
     construct,
     reduce_expansion,
     reduce_many,
@@ -91,7 +92,10 @@ def test_reduce_many_handles_zero_expansions_and_exact_copies():
     X = rng.normal(size=(6, 2))
     zero = KernelExpansion(np.vstack([X[:1], X[:1]]), [1.0, -1.0], RBF(0.7))  # Psi = 0
     small = KernelExpansion(X[:3], [1.0, 2.0, 3.0], RBF(0.7))
-    res0, res1 = reduce_many([zero, small], 5, random_state=0)
+    # five asked of three terms: all three are kept, and the result says so
+    with pytest.warns(ReducedSetWarning, match=r"n_vectors=5 but the expansion has only 3 "
+                                               r"terms: all 3 are kept \(zero error\)"):
+        res0, res1 = reduce_many([zero, small], 5, random_state=0)
     assert res0.expansion.n_terms == 0 and res0.objective == 0.0
     assert res1.expansion.n_terms == 3 and res1.objective == 0.0
     stacked = stack_results([res0, res1])
@@ -180,9 +184,10 @@ def test_reduced_set_classifier_n_jobs(ovr, blobs, method):
         _assert_expansions_equal(raw.expansion_, ref.expansion)
 
 
+# tol=1e-3: the SLMC/SparseKFD fits converge (in 5 to 11 iterations), no cap warning
 @pytest.mark.parametrize("cls, params", [
-    (SLMC, dict(n_vectors=3, max_iter=8)),
-    (SparseKFD, dict(n_vectors=3, max_iter=8)),
+    (SLMC, dict(n_vectors=3, max_iter=40, tol=1e-3)),
+    (SparseKFD, dict(n_vectors=3, max_iter=40, tol=1e-3)),
     (RSVM, dict(n_vectors=5)),
     (ModifiedRSVM, dict(n_vectors=5)),
     (ModifiedRS, dict(n_vectors=3)),
@@ -202,9 +207,9 @@ def test_one_vs_rest_problems_in_parallel(blobs, cls, params):
 def test_binary_problem_is_unchanged_by_n_jobs(blobs):
     X, y = blobs
     yb = (y == 1).astype(int)
-    a = SLMC(n_vectors=3, C=10.0, kernel=RBF(0.5), max_iter=5, random_state=0).fit(X, yb)
-    b = SLMC(n_vectors=3, C=10.0, kernel=RBF(0.5), max_iter=5, random_state=0,
-             n_jobs=2).fit(X, yb)
+    kw = dict(n_vectors=3, C=10.0, kernel=RBF(0.5), max_iter=40, tol=1e-3, random_state=0)
+    a = SLMC(**kw).fit(X, yb)  # converges (6 iterations)
+    b = SLMC(n_jobs=2, **kw).fit(X, yb)
     _assert_expansions_equal(a.expansion_, b.expansion_)
 
 

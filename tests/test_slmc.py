@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 from sklearn.datasets import make_blobs, make_moons
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import SVC
 
 import sparsekm
@@ -207,7 +208,9 @@ def test_rsvm_and_mrsvm_share_xvs(moons):
 
 def test_skfd_fits_and_W_decreases(moons):
     X, y = moons
-    clf = SparseKFD(n_vectors=5, C=10.0, mu=1e-2, kernel=RBF(1.0), random_state=0).fit(X, y)
+    # max_iter=200: converges (in 137 iterations; the default 100 stopped at the cap)
+    clf = SparseKFD(n_vectors=5, C=10.0, mu=1e-2, kernel=RBF(1.0), max_iter=200,
+                    random_state=0).fit(X, y)
     hist = clf.W_history_[0]
     assert np.all(np.diff(hist) <= 1e-9 * np.abs(hist[:-1]))
     assert clf.score(X, y) > 0.85
@@ -232,8 +235,8 @@ def test_multiclass_one_vs_rest():
 
 def test_kmeans_init(moons):
     X, y = moons
-    clf = SLMC(n_vectors=4, C=10.0, kernel=RBF(1.0), init="kmeans", max_iter=10,
-               random_state=0).fit(X, y)
+    clf = SLMC(n_vectors=4, C=10.0, kernel=RBF(1.0), init="kmeans", max_iter=100,
+               random_state=0).fit(X, y)  # converges (37 iterations), no cap warning
     assert clf.score(X, y) > 0.8
 
 
@@ -242,7 +245,7 @@ def test_save_load_round_trip(tmp_path, moons, cls):
     X, y = moons
     kw = dict(n_vectors=3, C=10.0, kernel=RBF(1.0), random_state=0)
     if cls in (SLMC, SparseKFD):
-        kw["max_iter"] = 5
+        kw["max_iter"] = 100  # converges (51 and 41 iterations), no cap warning
     clf = cls(**kw).fit(X, y)
     path = tmp_path / "m.skm"
     sparsekm.save(clf, path)
@@ -327,12 +330,15 @@ def test_modified_rs_with_rs_construction(moons):
 
 def test_verbose_progress_runs(moons, capsys):
     X, y = moons
-    SLMC(n_vectors=3, C=10.0, kernel=RBF(1.0), max_iter=3, verbose=True,
-         random_state=0).fit(X, y)
+    # three iterations shown, then the cap: the fit says it stopped there
+    with pytest.warns(ConvergenceWarning, match=r"stopped at max_iter=3 .*binary problem"):
+        SLMC(n_vectors=3, C=10.0, kernel=RBF(1.0), max_iter=3, verbose=True,
+             random_state=0).fit(X, y)
     err = capsys.readouterr().err
     # the progress bar names the problem and shows the marginal function W(Z) (eq. 44)
     assert "SLMC 0" in err and "W=" in err and "3/3" in err
-    SLMC(n_vectors=3, C=10.0, kernel=RBF(1.0), max_iter=3, random_state=0).fit(X, y)
+    with pytest.warns(ConvergenceWarning, match=r"stopped at max_iter=3 "):
+        SLMC(n_vectors=3, C=10.0, kernel=RBF(1.0), max_iter=3, random_state=0).fit(X, y)
     assert "W=" not in capsys.readouterr().err  # silent by default
 
 
