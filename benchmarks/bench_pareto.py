@@ -254,7 +254,7 @@ def _threshold_variants(ctx, expansion):
 
 # -- sparsekm methods ----------------------------------------------------------------
 def m_rs_construct(ctx, budgets, shared=False):
-    from sparsekm.compress import construct_prefixes
+    from sparsekm.compression import construct_prefixes
     psi = ctx.psi()
     sizes = {b: (b if (shared or not ctx.multiclass) else _n_per_class(ctx, b)) for b in budgets}
     t = time.perf_counter()
@@ -484,15 +484,22 @@ def m_compress_auto(ctx, budgets):
 
     The rebuild is checked as ``compress`` checks its own (without validation data): a
     rebuilt model whose error on the training data exceeds the method's mean validation
-    error by more than ``sparsekm.compress._rebuild_margin`` is not the model the
+    error by more than ``sparsekm.compression._rebuild_margin`` is not the model the
     validation chose, and the next method by mean validation error is rebuilt instead
     (``rebuild_refused`` in the cell; ``ctx.forced`` then names the method used, so that
     the cell's ``val_error`` is that method's). Only training data enter the check."""
     from collections import Counter
 
-    from sparsekm.compress import CANDIDATES, FULL, CandidateFit, Problem, _rebuild_margin, compress
-    from sparsekm.compress._candidates import Split
-    from sparsekm.compress._search import _source_C
+    from sparsekm.compression import (
+        CANDIDATES,
+        FULL,
+        CandidateFit,
+        Problem,
+        _rebuild_margin,
+        compress,
+    )
+    from sparsekm.compression._candidates import Split
+    from sparsekm.compression._search import _source_C
     from sparsekm.multiclass import ExpansionClassifier
     est = ctx.svc_ovr()[0]
     out = {}
@@ -722,7 +729,7 @@ _CORE = ("backend.py", "kernels", "expansion.py", "preimage.py", "sparse_learnin
 
 
 def _src_hash():
-    from sparsekm.compress import construct_prefixes
+    from sparsekm.compression import construct_prefixes
     h = hashlib.sha256()
     src = ROOT / "src" / "sparsekm"
     for name in _CORE:
@@ -736,7 +743,7 @@ def _src_hash():
 def _method_deps():
     """Code a method's cells depend on beyond its function and the common helpers."""
     import importlib
-    cm = importlib.import_module("sparsekm.compress")  # the module, not the function
+    cm = importlib.import_module("sparsekm.compression")  # the module, not the function
     tuned = (_c_variants,)
     return {"slmc": tuned, "approx_svc": tuned, "slmc_shared": tuned + (m_slmc_shared_c,),
             "slmc_shared_rs": tuned + (m_slmc_shared_c,),

@@ -131,7 +131,7 @@ def _originals(Xtr, ytr, gp_rows):
 
 def _peer(kernel, Xtr, ytr, Xva, yva, b, how):
     from sparsekm.approx import nystroem_ridge
-    from sparsekm.compress._any import LAM_GRID
+    from sparsekm.compression._any import LAM_GRID
 
     return nystroem_ridge(kernel, Xtr, ytr, b, method=how, lam=LAM_GRID, X_val=Xva, y_val=yva,
                           random_state=0).expansion
@@ -139,7 +139,7 @@ def _peer(kernel, Xtr, ytr, Xva, yva, b, how):
 
 def run(friedman_n, gp_rows, quick=False):
     from sparsekm import KernelExpansion
-    from sparsekm.compress import compress
+    from sparsekm.compression import compress
 
     results = {"machine": machine(), "environment": _environment(),
                "budgets_fraction_of_train": list(BUDGETS),

@@ -28,13 +28,13 @@ def test_issue_26_names_are_documented():
     """ExpansionClassifier, CompressCurve and register_skl2onnx_converters (missing from
     docs/api.md before issue 26) have full entries, under the modules defining them."""
     text = _apidoc.render()
-    for qual in ("sparsekm.multiclass.ExpansionClassifier", "sparsekm.compress.CompressCurve",
+    for qual in ("sparsekm.multiclass.ExpansionClassifier", "sparsekm.compression.CompressCurve",
                  "sparsekm.onnx_export.register_skl2onnx_converters",
-                 "sparsekm.onnx_export.to_onnx", "sparsekm.compress.compress"):
+                 "sparsekm.onnx_export.to_onnx", "sparsekm.compression.compress"):
         assert f"### `{qual}`" in text, qual
     # names re-exported by the package point to those entries
     assert "- `to_onnx`: see [`sparsekm.onnx_export.to_onnx`]" in text
-    assert "- `compress`: see [`sparsekm.compress.compress`]" in text
+    assert "- `compress`: see [`sparsekm.compression.compress`]" in text
 
 
 def test_numpydoc_sections_are_rendered():

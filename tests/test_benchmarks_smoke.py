@@ -114,7 +114,7 @@ def test_pareto_quick_compress_rebuild_is_checked(tmp_path):
     mod.main(["--quick", "--datasets", "digits", "--methods", "compress_auto", "--out-dir",
               str(tmp_path), "--fig-dir", str(tmp_path), "--cv-folds", "2"])
     res = json.loads((tmp_path / "pareto_digits_quick.json").read_text())
-    from sparsekm.compress import _rebuild_margin
+    from sparsekm.compression import _rebuild_margin
     for c in res["cells"]["compress_auto"].values():
         assert c["val_error"] == c["val_errors_by_variant"][c["variant"]]
         assert isinstance(c["rebuild_refused"], list)

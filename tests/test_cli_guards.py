@@ -49,7 +49,7 @@ def _cli_case(tmp_path, monkeypatch):
     def never(*a, **k):
         raise AssertionError("the reduction ran")
 
-    monkeypatch.setattr(importlib.import_module("sparsekm.compress"), "compress", never)
+    monkeypatch.setattr(importlib.import_module("sparsekm.compression"), "compress", never)
     monkeypatch.setattr("sparsekm.reduced_set.reduce_expansion", never)
 
 

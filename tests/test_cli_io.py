@@ -4,8 +4,8 @@ index columns are recognised, and files that are not tables of numbers are refus
 message naming the file and what it is."""
 
 import json
-import warnings
 import pickle
+import warnings
 import zipfile
 
 import numpy as np

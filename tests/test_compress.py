@@ -11,7 +11,7 @@ from sklearn.multiclass import OneVsRestClassifier
 from sklearn.svm import SVC
 
 import sparsekm
-from sparsekm.compress import CompressReport, construct_prefixes
+from sparsekm.compression import CompressReport, construct_prefixes
 from sparsekm.kernels import RBF
 from sparsekm.models import SLMC
 from sparsekm.reduced_set import reduce_expansion
@@ -393,8 +393,8 @@ def test_cli_reduce_with_train_and_validation(blobs, tmp_path, capsys):
 def test_slmc_tries_the_source_machines_C_first(moons):
     """Wu et al.'s SLMC keeps the SVM's C: the SLMC candidates try the grid values nearest
     the original's C (in log C), nearest first; screening tries that one alone."""
-    from sparsekm.compress import CANDIDATES, FULL, SCREEN, SLMC_N_C, Problem
-    from sparsekm.compress._search import _source_C
+    from sparsekm.compression import CANDIDATES, FULL, SCREEN, SLMC_N_C, Problem
+    from sparsekm.compression._search import _source_C
     from sparsekm.multiclass import ExpansionClassifier
 
     svc, Xtr, ytr, Xv, yv, _, _ = moons
@@ -560,7 +560,7 @@ def test_linear_c_search_on_a_subsample_then_all_rows(blobs, monkeypatch):
 
     # the module that reads the constant (the package exports the function compress
     # under the package's own name)
-    cm = importlib.import_module("sparsekm.compress._candidates")
+    cm = importlib.import_module("sparsekm.compression._candidates")
     ovo, Xtr, ytr, Xv, yv, Xte, yte = blobs
     monkeypatch.setattr(cm, "C_SEARCH_ROWS", 80)
     seen = []  # (features, labels) of every LinearSVC fit
@@ -621,7 +621,7 @@ def test_linear_c_search_subsample_inside_cv_folds(blobs, monkeypatch):
 
     from sklearn.svm import LinearSVC
 
-    cm = importlib.import_module("sparsekm.compress._candidates")
+    cm = importlib.import_module("sparsekm.compression._candidates")
     ovo, Xtr, ytr, *_ = blobs
     monkeypatch.setattr(cm, "C_SEARCH_ROWS", 60)
     seen = _spy_fits(monkeypatch, [(LinearSVC, "fit")])
@@ -666,8 +666,8 @@ def test_cv_rebuild_that_errs_beyond_its_cv_estimate_is_refused(moons, monkeypat
     chosen. The rebuild of 'construct' is made to predict the opposite class."""
     import importlib
 
-    cm = importlib.import_module("sparsekm.compress._search")
-    cc = importlib.import_module("sparsekm.compress._candidates")
+    cm = importlib.import_module("sparsekm.compression._search")
+    cc = importlib.import_module("sparsekm.compression._candidates")
     svc, Xtr, ytr, Xv, yv, Xte, yte = moons
     kw = dict(n_vectors=8, X_train=Xtr, y_train=ytr, method=["construct", "kmeans-svm"],
               random_state=0, **_cheap())

@@ -10,7 +10,7 @@ from sklearn.kernel_ridge import KernelRidge
 from sklearn.svm import SVR, OneClassSVM
 
 import sparsekm
-from sparsekm.compress import compress as compress_any
+from sparsekm.compression import compress as compress_any
 from sparsekm.models import ExpansionOutlierDetector, ExpansionRegressor, ExpansionTransformer
 
 X, y = make_friedman1(n_samples=500, noise=0.3, random_state=0)

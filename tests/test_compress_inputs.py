@@ -120,7 +120,7 @@ def test_a_budget_of_every_support_vector_keeps_the_original(svc, moons, method)
 
 
 def test_the_candidates_are_the_documented_methods():
-    from sparsekm.compress import CANDIDATES
+    from sparsekm.compression import CANDIDATES
 
     assert sorted(CANDIDATES) == sorted(DIRECT + REDUCED_SET)
 
@@ -129,7 +129,7 @@ def test_the_candidates_are_the_documented_methods():
 def test_each_candidate_says_what_it_is_and_whether_it_needs_training_data(method):
     """The candidate interface: a name (its key), a label for the report, and needs_train
     exactly for the direct methods (docs/api.md)."""
-    from sparsekm.compress import CANDIDATES
+    from sparsekm.compression import CANDIDATES
 
     cand = CANDIDATES[method]
     assert cand.name == method

@@ -6,7 +6,6 @@ candidate wins is not asserted: one candidate is asked for where a choice is inv
 import contextlib
 import io
 import re
-import warnings
 
 import numpy as np
 import pytest

@@ -13,7 +13,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from sparsekm import KernelExpansion  # noqa: E402
-from sparsekm.compress import CompressCurve, CompressReport, construct_prefixes  # noqa: E402
+from sparsekm.compression import CompressCurve, CompressReport, construct_prefixes  # noqa: E402
 from sparsekm.kernels import RBF  # noqa: E402
 from sparsekm.reduced_set import optimal_coefficients, reduce_expansion  # noqa: E402
 

@@ -10,7 +10,7 @@ from sklearn.datasets import make_blobs, make_moons
 from sklearn.svm import SVC
 
 import sparsekm
-from sparsekm.compress._search import screen_margin
+from sparsekm.compression._search import screen_margin
 
 from .test_compress import DOCUMENTED_AUTO, compress_checked
 
@@ -217,7 +217,7 @@ def test_a_candidate_that_fails_does_not_sink_the_search(blobs, monkeypatch):
     usual (the search crashed on such a failure: bench_many_classes)."""
     import importlib
 
-    cc = importlib.import_module("sparsekm.compress._candidates")
+    cc = importlib.import_module("sparsekm.compression._candidates")
 
     def broken(self, *a, **k):
         raise RuntimeError("broken on purpose")

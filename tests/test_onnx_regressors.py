@@ -14,7 +14,7 @@ from sklearn.kernel_ridge import KernelRidge  # noqa: E402
 from sklearn.svm import OneClassSVM  # noqa: E402
 
 from sparsekm import KernelExpansion  # noqa: E402
-from sparsekm.compress import compress  # noqa: E402
+from sparsekm.compression import compress  # noqa: E402
 from sparsekm.kernels import Matern, RationalQuadratic  # noqa: E402
 from sparsekm.onnx_export import to_onnx  # noqa: E402
 

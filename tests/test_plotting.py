@@ -142,7 +142,7 @@ def test_image_grid_refuses_two_colour_scales():
 
 # -- figures carry the data they were given ----------------------------------------------
 def _curve(**kw):
-    from sparsekm.compress import CompressCurve
+    from sparsekm.compression import CompressCurve
 
     base = dict(n_vectors=[8, 2, 4], budget=[8, 2, 4], error=[0.05, 0.20, 0.08],
                 full_error=0.04, full_budget=30, target_error=0.06, chosen=0, met=True)

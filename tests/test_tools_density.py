@@ -20,7 +20,7 @@ def density():
 
 def test_every_source_module_is_in_exactly_one_area(density):
     files = density.source_files()
-    assert "compress/_search.py" in files and "cli/_commands/reduce.py" in files
+    assert "compression/_search.py" in files and "cli/_commands/reduce.py" in files
     wrong = {rel: density.areas_of_source(rel) for rel in files
              if len(density.areas_of_source(rel)) != 1}
     assert wrong == {}

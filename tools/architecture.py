@@ -30,7 +30,7 @@ LAYERS = (
     ("io", ("_persistence", "persistence", "interop", "multiclass", "quantize", "convert")),
     ("solvers", ("preimage", "reduced_set", "approx", "sparse_learning")),
     ("models", ("models",)),
-    ("applications", ("compress", "reproduce", "cli", "plotting", "onnx_export", "c_export",
+    ("applications", ("compression", "reproduce", "cli", "plotting", "onnx_export", "c_export",
                       "deploy", "datasets", "direct", "_apidoc", "__init__")),
 )
 

@@ -79,7 +79,7 @@ AREAS = {
                  ("test_datasets*.py", "test_fetch*.py", "test_virtual_examples.py")),
     "export": (("c_export.py", "onnx_export.py", "deploy.py", "quantize.py"),
                ("test_c_export*.py", "test_onnx*.py", "test_deploy*.py", "test_quantize*.py")),
-    "compress": (("compress/",), ("test_compress*.py",)),
+    "compress": (("compression/",), ("test_compress*.py",)),
     "cli": (("cli/",), ("test_cli*.py",)),
     "reproduce": (("reproduce/",), ("test_reproduce*.py",)),
     "plotting": (("plotting.py",), ("test_plotting*.py",)),

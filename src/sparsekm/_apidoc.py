@@ -39,7 +39,7 @@ MODULES = (
     "sparsekm.approx.randomized.eigensolver",
     "sparsekm.approx.randomized.rounding",
     "sparsekm.sparse_learning",
-    "sparsekm.compress",
+    "sparsekm.compression",
     "sparsekm.geometry",
     "sparsekm.datasets",
     "sparsekm.persistence",

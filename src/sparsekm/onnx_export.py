@@ -554,7 +554,7 @@ def register_skl2onnx_converters():
     from sklearn.kernel_approximation import Nystroem, RBFSampler
 
     from . import models
-    from .compress import CompressedClassifier
+    from .compression import CompressedClassifier
     from .multiclass import ExpansionClassifier
 
     # CompressedClassifier: what sparsekm.compress returns, often put back into the

@@ -488,12 +488,12 @@ def compress_curve(curve, *, path=None, title=None):
         model (large ring). ``compress_curve_`` is what files written by earlier
         versions of :func:`sparsekm.compress` hold; a model with ``compress_report_``
         (what :func:`sparsekm.compress` returns now) is plotted by
-        :meth:`CompressReport.plot <sparsekm.compress.CompressReport.plot>`.
+        :meth:`CompressReport.plot <sparsekm.compression.CompressReport.plot>`.
     path : str or Path, optional
         Save the figure there (and return the path); otherwise return the figure.
     title : str, optional
     """
-    from .compress import CompressCurve, CompressReport
+    from .compression import CompressCurve, CompressReport
 
     if not hasattr(curve, "compress_curve_") and hasattr(curve, "compress_report_"):
         return CompressReport(curve.compress_report_).plot(path, title)

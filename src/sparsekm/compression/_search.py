@@ -391,7 +391,7 @@ def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increas
     A fitted ``KernelRidge``, ``GaussianProcessRegressor``, ``SVR``/``NuSVR``,
     ``OneClassSVM`` or ``KernelPCA`` is compressed at the budget ``n_vectors`` (or the
     smallest of 2, 4, 8, ... within ``max_error_increase``) by
-    :func:`sparsekm.compress._any.compress_any` (reduced sets, the ridge refit of the
+    :func:`sparsekm.compression._any.compress_any` (reduced sets, the ridge refit of the
     outer weights, the Nyström + ridge peers; ``y_val=None`` for the unsupervised ones)
     and returned as an :class:`~sparsekm.models.ExpansionRegressor`,
     :class:`~sparsekm.models.ExpansionOutlierDetector` or
