@@ -106,3 +106,17 @@ def test_a_cell_is_judged_at_the_precision_the_paper_prints_it():
             assert printed_decimals(cell) == decimals, (line, column)
             checked += 1
     assert checked == 2 * 4 * len(franc.IDA_SETS)
+
+
+@pytest.mark.parametrize("ours, verdict", [(1.74, "tie"), (1.66, "tie"), (1.76, "worse"),
+                                           (1.64, "better")])
+def test_ringnorm_kfd_approx_trnerr_is_judged_at_one_decimal(ours, verdict):
+    """The paper prints "1.7": 1.74 and 1.66 print as 1.7 (a tie); at the two decimals of
+    the other cells they would be "worse" and "better"."""
+    from sparsekm.reproduce._report import classify
+
+    cell = franc.ida_cell("ringnorm", "KFD+Approx", "TrnErr %", ours, 1.7)
+    assert cell["cell"] == "Ringnorm KFD+Approx TrnErr %" and cell["paper_decimals"] == 1
+    assert classify(cell) == verdict
+    two = franc.ida_cell("ringnorm", "KFD", "TrnErr %", ours, 1.7)
+    assert two["paper_decimals"] == 2 and classify(two) != "tie"
