@@ -253,7 +253,10 @@ def compress_any(model, X_val, y_val=None, *, n_vectors=None, method="auto", X_t
     gpr = model if isinstance(model, GaussianProcessRegressor) else None
     own = getattr(model, "expansions_", None)  # sparsekm's KernelPCA: eq. 36 with centring
     psi = own if own is not None else expansion_from_estimator(model)
-    orig_val = _outputs(model, kind, X_val)
+    # a regressor's original through its expansion: the engine's row blocks bound the
+    # memory (scikit-learn's predict holds K(X_val, X_train) whole)
+    orig_val = (np.asarray(psi.decision_function(X_val), dtype=np.float64)
+                if kind == "regressor" else _outputs(model, kind, X_val))
     full_error, _, full_extra = _metrics(kind, orig_val, orig_val, y_val)
     seed = 0 if random_state is None else int(np.random.default_rng(random_state).integers(2**31))
     X_fit, t_fit, note = _training(model, kind, X_train, y_train)
