@@ -197,16 +197,24 @@ def figure(res, path):
     import matplotlib.pyplot as plt
 
     panels = [(d, m) for d in res["datasets"] for m in d["models"]]
-    fig, axes = plt.subplots(1, len(panels), figsize=(3.2 * len(panels), 3.0), squeeze=False)
-    for ax, (d, m) in zip(axes[0], panels, strict=True):
+    ncols = min(4, len(panels))
+    nrows = -(-len(panels) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.2 * ncols, 3.0 * nrows), squeeze=False)
+    for ax in axes.flat[len(panels):]:
+        ax.set_visible(False)
+    for ax, (d, m) in zip(axes.flat, panels):
         rows = d["models"][m]["budgets"]
         b = [r["n_vectors"] for r in rows]
         for key, style in (("compress", "o-"), ("nystroem_uniform", "s--"),
-                           ("nystroem_kmeans", "^--")):
+                           ("nystroem_kmeans", "^--"), ("svgp", "d-.")):
+            if not all(key in r for r in rows):
+                continue
             ax.errorbar(b, [r[key]["rmse"] for r in rows], [r[key]["se"] for r in rows],
                         fmt=style, ms=4, capsize=2, label=key.replace("_", " "))
         ax.axhline(d["models"][m]["test_rmse"], color="0.3", ls=":", label="original")
-        ax.set_title(f"{d['name'].split(' (')[0]}: {m.replace('Regressor', '')}", fontsize=8)
+        size = d["name"].split(" (")[1].split(" rows")[0].split(", ")[-1]
+        ax.set_title(f"{d['name'].split(' (')[0]} {size}: {m.replace('Regressor', '')}",
+                     fontsize=8)
         ax.set_xlabel("kernel evaluations per prediction", fontsize=7)
         ax.set_ylabel("test RMSE", fontsize=7)
         ax.tick_params(labelsize=6)

@@ -253,6 +253,27 @@ def targets(row, original_rmse):
     return t
 
 
+def figure_all(small_json, large_json, path):
+    """``bench_regression.figure`` over both results files (the large ones' cells as lists)."""
+    from bench_regression import figure
+
+    panels = {"datasets": []}
+    for f in (small_json, large_json):
+        res = _load_json(f)
+        sets = res.get("datasets", [])
+        for d in (sets.values() if isinstance(sets, dict) else sets):
+            models = {}
+            for m, v in d["models"].items():
+                rows = v["budgets"]
+                rows = sorted(rows.values(), key=lambda r: r["budget_fraction"]) \
+                    if isinstance(rows, dict) else rows
+                if rows:
+                    models[m] = {**v, "budgets": rows}
+            if models:
+                panels["datasets"].append({**d, "models": models})
+    figure(panels, path)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sets", default=",".join(SETS))
@@ -263,7 +284,13 @@ def main(argv=None):
     p.add_argument("--gp-rows", type=int, default=1500)
     p.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
     p.add_argument("--out", default=str(OUT))
+    p.add_argument("--figure", default=None, help="only draw RMSE against budget for "
+                   "regression.json and --out into this file (docs/figures/regression_budget.png)")
     args = p.parse_args(argv)
+    if args.figure:
+        figure_all(Path(args.out).with_name("regression.json"), args.out, args.figure)
+        print(f"wrote {args.figure}")
+        return 0
     args.sets = [s for s in args.sets.split(",") if s]
     args.models = [m for m in args.models.split(",") if m]
     args.budgets = [float(b) for b in args.budgets.split(",") if b]

@@ -125,26 +125,40 @@ def _sets(args):
         yield key, name, X, y, args.fit_rows
 
 
-def merge(svgp_json, large_json):
-    """Add the SVGP rows to ``bench_regression_large``'s cells; recompute their targets."""
+def merge(svgp_json, target_json):
+    """Add the SVGP rows to a results file's cells as the ``svgp`` peer; recompute targets.
+
+    ``target_json``: ``regression_large.json`` (sets keyed by name, budgets by fraction)
+    or ``regression.json`` (lists); a cell takes the SVGP row of its set and budget when
+    the inducing points equal its ``n_vectors``.
+    """
     import json
 
     from bench_regression_large import targets
 
     sv = json.loads(Path(svgp_json).read_text())
-    res = json.loads(Path(large_json).read_text())
+    res = json.loads(Path(target_json).read_text())
+    sets = res["datasets"]
+    if isinstance(sets, list):  # regression.json
+        sets = {d["name"].split()[0]: d for d in sets}
     for d in sv["datasets"]:
-        cell_set = res["datasets"].get(d.get("key", ""))
+        cell_set = sets.get(d.get("key", d["name"].split()[0]))
         if cell_set is None:
             continue
         for r in d["svgp"]:
             for m in cell_set["models"].values():
-                row = m["budgets"].get(str(r["budget_fraction"]))
-                if row is not None and row["n_vectors"] == r["n_vectors"]:
-                    row["svgp"] = {k: r[k] for k in ("rmse", "se", "seconds", "steps_chosen")}
-                    targets(row, m["test_rmse"])
+                rows = m["budgets"]
+                rows = rows.values() if isinstance(rows, dict) else rows
+                for row in rows:
+                    if (row["n_vectors"] == r["n_vectors"]
+                            and abs(row["budget_fraction"] - r["budget_fraction"]) < 1e-12):
+                        row["svgp"] = {k: r[k] for k in ("rmse", "se", "seconds",
+                                                         "steps_chosen")}
+                        for k in [k for k in row if k.startswith("target_")]:
+                            del row[k]  # superseded by row["targets"], SVGP among the peers
+                        targets(row, m["test_rmse"])
     res["svgp_source"] = {"file": Path(svgp_json).name, "environment": sv["environment"]}
-    write_results(large_json, res)
+    write_results(target_json, res)
 
 
 def main(argv=None):
@@ -154,7 +168,7 @@ def main(argv=None):
     p.add_argument("--large", action="store_true", help="the sets of bench_regression_large")
     p.add_argument("--fit-rows", type=int, default=10_000, help="as bench_regression_large's")
     p.add_argument("--budgets", default=",".join(str(b) for b in BUDGETS))
-    p.add_argument("--merge", default=None, help="bench_regression_large JSON to add rows to")
+    p.add_argument("--merge", default=None, help="results JSON to add the SVGP rows to")
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
     args.out = args.out or str(OUT_LARGE if args.large else OUT)

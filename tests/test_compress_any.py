@@ -179,3 +179,24 @@ def test_gp_with_a_constant_kernel_term_refits_by_ridge_without_variance():
     assert set(status.values()) <= {"ok", "chosen"}
     with pytest.raises(ValueError, match="ConstantKernel"):
         small.predict(Xte, return_std=True)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: GaussianProcessRegressor(gpk.ConstantKernel(2.0) * gpk.RBF(2.0)
+                                     + gpk.WhiteKernel(0.1), normalize_y=True,
+                                     optimizer=None),
+    lambda: SVR(C=3.0, gamma=0.2, epsilon=0.1)])
+def test_original_judged_through_its_blocked_expansion_not_predict(make):
+    """The original's validation outputs come from its expansion in row blocks (issue 36):
+    equal to scikit-learn's predict, which holds K(X_val, X_train) whole and is not called."""
+    model = make().fit(Xtr, ytr)
+    expected = _rmse(model.predict(Xva), yva)  # scikit-learn's own prediction
+
+    def whole_matrix(*a, **k):
+        raise AssertionError("predict holds the whole kernel matrix")
+
+    model.predict = whole_matrix
+    small = compress_any(model, Xva, yva, n_vectors=10, X_train=Xtr, y_train=ytr,
+                         random_state=0, n_init=1, max_iter=20,
+                         method=["refit", "nystroem-uniform"])
+    assert small.compress_report_["full_error"] == pytest.approx(expected, rel=1e-9)
