@@ -49,6 +49,7 @@ import json
 import sys
 import threading
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -190,7 +191,8 @@ def run(args):
         (Xtr, ytr, Xva, yva, Xte, yte), scale = _split(X, y)
         fit_rows = min(args.fit_rows, Xtr.shape[0])
         entry = res["datasets"].setdefault(set_name, {"models": {}})
-        entry.update(name=name, source=note, n_train=int(Xtr.shape[0]),
+        entry.update(name=name, source=note, environment=res["environment"],
+                     n_train=int(Xtr.shape[0]),
                      n_val=int(Xva.shape[0]), n_test=int(Xte.shape[0]), fit_rows=fit_rows,
                      dense_n_train_squared_bytes=8 * int(Xtr.shape[0]) ** 2,
                      dense_n_squared_bytes=8 * fit_rows ** 2)
@@ -206,9 +208,9 @@ def run(args):
                   flush=True)
             for frac in args.budgets:
                 b = max(2, int(round(frac * fit_rows)))
-                small, t_c, m_c = _arm(lambda b=b: compress(
-                    model, Xva, yva, n_vectors=b, X_train=Xtr, y_train=ytr, random_state=0,
-                    timing=True))
+                small, t_c, m_c = _arm(partial(compress, model, Xva, yva, n_vectors=b,
+                                               X_train=Xtr, y_train=ytr, random_state=0,
+                                               timing=True))
                 rep = small.compress_report_
                 row = {"budget_fraction": frac, "n_vectors": b,
                        "compress": dict(zip(("rmse", "se"), _rmse_se(small.predict(Xte), yte,
@@ -221,8 +223,8 @@ def run(args):
                                             "seconds": r["seconds"], "status": r["status"]}
                                             for r in rep["rows"]})}
                 for how_ in ("uniform", "kmeans"):
-                    peer, t_p, m_p = _arm(lambda how_=how_, b=b: _peer(
-                        psi.kernel, Xtr, ytr, Xva, yva, b, how_))
+                    peer, t_p, m_p = _arm(partial(_peer, psi.kernel, Xtr, ytr, Xva, yva, b,
+                                                  how_))
                     row[f"nystroem_{how_}"] = dict(zip(("rmse", "se"), _rmse_se(
                         peer.decision_function(Xte), yte, scale)), seconds=t_p, peak_bytes=m_p)
                 targets(row, rmse)
@@ -286,7 +288,22 @@ def main(argv=None):
     p.add_argument("--out", default=str(OUT))
     p.add_argument("--figure", default=None, help="only draw RMSE against budget for "
                    "regression.json and --out into this file (docs/figures/regression_budget.png)")
+    p.add_argument("--merge-from", default=None, help="copy the sets of another run's JSON "
+                   "into --out (each set keeps its environment)")
     args = p.parse_args(argv)
+    if args.merge_from:  # another run's sets (run side by side into separate files)
+        res, other = _load_json(args.out), _load_json(args.merge_from)
+        for key, d in other["datasets"].items():
+            d.setdefault("environment", other["environment"])
+            res.setdefault("datasets", {})[key] = d
+            res.setdefault("skipped", {}).pop(key, None)
+        for d in res["datasets"].values():
+            d.setdefault("environment", res["environment"])
+        res.setdefault("merged_runs", []).append({"file": Path(args.merge_from).name,
+                                                  "machine": other["machine"]})
+        write_results(args.out, res)
+        print(f"merged {args.merge_from} into {args.out}")
+        return 0
     if args.figure:
         figure_all(Path(args.out).with_name("regression.json"), args.out, args.figure)
         print(f"wrote {args.figure}")
