@@ -34,7 +34,8 @@ peers see them), and the peers with all training rows: Nyström landmarks (unifo
 k-means) + ridge, ``lam`` chosen on the validation rows. Each arm is timed and its peak
 memory measured: the peak resident-set size above the arm's starting RSS, sampled every
 10 ms by a psutil thread (an upper bound of what the arm held, allocator slack included),
-reported next to ``8 n_train^2`` bytes (one dense ``n_train x n_train`` float64 matrix).
+reported next to ``8 n_train^2`` bytes (one dense ``n_train x n_train`` float64 matrix);
+each arm runs in a forked child process, so that no arm inherits another's freed heap.
 Nothing is chosen on the test rows.
 
 The JSON is merged cell by cell (a run can add budgets or sets to an earlier file).
@@ -126,12 +127,30 @@ class PeakRSS:
 
 
 def _arm(fn):
-    """``(result, seconds, peak bytes above start)``."""
-    with PeakRSS() as mem:
-        t0 = time.perf_counter()
-        out = fn()
-        sec = time.perf_counter() - t0
-    return out, sec, mem.bytes
+    """``(result, seconds, peak bytes above start)``, run in a forked child process.
+
+    A fresh process per arm: memory an earlier arm freed but the allocator kept would
+    otherwise hide this arm's allocations from the RSS (the child starts with the
+    parent's pages shared, and only what it allocates raises its RSS).
+    """
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    recv, send = ctx.Pipe(duplex=False)
+
+    def child():
+        with PeakRSS() as mem:
+            t0 = time.perf_counter()
+            out = fn()
+            sec = time.perf_counter() - t0
+        send.send((out, sec, mem.bytes))
+        send.close()
+
+    proc = ctx.Process(target=child)
+    proc.start()
+    out = recv.recv()
+    proc.join()
+    return out
 
 
 def originals(Xtr, ytr, fit_rows, cv_rows, gp_rows):
@@ -276,6 +295,44 @@ def figure_all(small_json, large_json, path):
     figure(panels, path)
 
 
+def table(path):
+    """Markdown rows of a results file's cells with their targets (docs/performance.md)."""
+    res = _load_json(path)
+    sets = res.get("datasets", {})
+    sets = sets.items() if isinstance(sets, dict) else [(d["name"].split()[0], d)
+                                                         for d in sets]
+    yes = {True: "yes", False: "**no**"}
+    lines = ["| data | model | b | compress (chosen) | Nyström uniform | Nyström k-means | SVGP "
+             "| original | s: compress / unif. / k-means / SVGP | peak MiB: compress / unif. / "
+             "k-means | ≤ best peer + SE | time | 5 %: ≤ 1.02 × orig. |",
+             "|---|---|---:|---|---|---|---|---:|---|---|---|---|---|"]
+    for key, d in sets:
+        for m, v in d["models"].items():
+            rows = v["budgets"]
+            rows = sorted(rows.values(), key=lambda r: r["budget_fraction"]) \
+                if isinstance(rows, dict) else rows
+            for r in rows:
+                def cell(k, r=r):
+                    return f"{r[k]['rmse']:.4g} ± {r[k]['se']:.2g}" if k in r else "not run"
+
+                def mib(k, r=r):
+                    return f"{r[k]['peak_bytes'] / 2**20:.0f}" if "peak_bytes" in r.get(k, {}) \
+                        else "–"
+                t = r.get("targets", {})
+                secs = " / ".join(f"{r[k]['seconds']:.1f}" if k in r else "–" for k in
+                                  ("compress", "nystroem_uniform", "nystroem_kmeans", "svgp"))
+                lines.append(
+                    f"| {key} | {'KRR' if m == 'KernelRidge' else 'GP'} | {r['n_vectors']} "
+                    f"| {cell('compress')} ({r['compress']['chosen']}) "
+                    f"| {cell('nystroem_uniform')} | {cell('nystroem_kmeans')} | {cell('svgp')} "
+                    f"| {v['test_rmse']:.4g} | {secs} "
+                    f"| {mib('compress')} / {mib('nystroem_uniform')} / {mib('nystroem_kmeans')} "
+                    f"| {yes.get(t.get('rmse_le_best_peer_plus_se'), '–')} "
+                    f"| {yes.get(t.get('time_le_max(3 x peer, 30 s)'), '–')} "
+                    f"| {yes.get(t.get('within_2pct_of_original'), '–')} |")
+    return "\n".join(lines)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sets", default=",".join(SETS))
@@ -290,7 +347,11 @@ def main(argv=None):
                    "regression.json and --out into this file (docs/figures/regression_budget.png)")
     p.add_argument("--merge-from", default=None, help="copy the sets of another run's JSON "
                    "into --out (each set keeps its environment)")
+    p.add_argument("--table", action="store_true", help="only print --out's cells as Markdown")
     args = p.parse_args(argv)
+    if args.table:
+        print(table(args.out))
+        return 0
     if args.merge_from:  # another run's sets (run side by side into separate files)
         res, other = _load_json(args.out), _load_json(args.merge_from)
         for key, d in other["datasets"].items():
