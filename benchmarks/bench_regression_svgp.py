@@ -116,7 +116,7 @@ def _sets(args):
         return
     from bench_regression_large import SETS, MissingData, load
 
-    for key in SETS:
+    for key in args.sets or SETS:
         try:
             name, X, y, _ = load(key, args.quick)
         except MissingData as exc:
@@ -141,7 +141,7 @@ def merge(svgp_json, target_json):
     sets = res["datasets"]
     if isinstance(sets, list):  # regression.json
         sets = {d["name"].split()[0]: d for d in sets}
-    for d in sv["datasets"]:
+    for d in sv.get("datasets_partial") or sv["datasets"]:  # a cut-off run: its rows so far
         cell_set = sets.get(d.get("key", d["name"].split()[0]))
         if cell_set is None:
             continue
@@ -166,12 +166,14 @@ def main(argv=None):
     p.add_argument("--quick", action="store_true")
     p.add_argument("--friedman-n", type=int, default=None)
     p.add_argument("--large", action="store_true", help="the sets of bench_regression_large")
+    p.add_argument("--sets", default=None, help="with --large: a comma-separated subset")
     p.add_argument("--fit-rows", type=int, default=10_000, help="as bench_regression_large's")
     p.add_argument("--budgets", default=",".join(str(b) for b in BUDGETS))
     p.add_argument("--merge", default=None, help="results JSON to add the SVGP rows to")
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
     args.out = args.out or str(OUT_LARGE if args.large else OUT)
+    args.sets = [k for k in args.sets.split(",") if k] if args.sets else None
     import gpytorch
     import torch
 
