@@ -170,10 +170,15 @@ def main(argv=None):
     p.add_argument("--fit-rows", type=int, default=10_000, help="as bench_regression_large's")
     p.add_argument("--budgets", default=",".join(str(b) for b in BUDGETS))
     p.add_argument("--merge", default=None, help="results JSON to add the SVGP rows to")
+    p.add_argument("--merge-only", action="store_true", help="merge --out into --merge, no run")
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
     args.out = args.out or str(OUT_LARGE if args.large else OUT)
     args.sets = [k for k in args.sets.split(",") if k] if args.sets else None
+    if args.merge_only:  # no run: the SVGP rows already in --out
+        merge(args.out, args.merge)
+        print(f"merged {args.out} into {args.merge}")
+        return 0
     import gpytorch
     import torch
 
