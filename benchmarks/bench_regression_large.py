@@ -153,33 +153,41 @@ def _arm(fn):
     return out
 
 
-def originals(Xtr, ytr, fit_rows, cv_rows, gp_rows):
-    """The two originals on the first ``fit_rows`` training rows (see the module doc)."""
+def originals(Xtr, ytr, fit_rows, cv_rows, gp_rows, models=MODELS):
+    """The originals named in ``models`` on the first ``fit_rows`` training rows (see the
+    module doc)."""
     from sklearn.gaussian_process import GaussianProcessRegressor
     from sklearn.gaussian_process import kernels as gpk
-    from sklearn.kernel_ridge import KernelRidge
-    from sklearn.model_selection import GridSearchCV
 
     d = Xtr.shape[1]
     Xf, yf = Xtr[:fit_rows], ytr[:fit_rows]
     grid = {"alpha": [1e-3, 1e-2, 1e-1, 1.0],
             "gamma": [g / d for g in (0.03, 0.1, 0.3, 1.0, 3.0)]}
+    out = {}
+    if "KernelRidge" in models:
+        out["KernelRidge"] = _krr(Xf, yf, grid, cv_rows)
+    if "GaussianProcessRegressor" in models:
+        t0 = time.perf_counter()
+        kernel = gpk.ConstantKernel(1.0) * gpk.RBF(np.sqrt(d)) + gpk.WhiteKernel(0.1)
+        ml = GaussianProcessRegressor(kernel, normalize_y=True, random_state=0)
+        ml.fit(Xf[:gp_rows], yf[:gp_rows])
+        gpr = GaussianProcessRegressor(ml.kernel_, normalize_y=True, optimizer=None).fit(Xf, yf)
+        out["GaussianProcessRegressor"] = (gpr, time.perf_counter() - t0, {
+            "kernel": str(ml.kernel_), "ml_rows": int(min(gp_rows, fit_rows))})
+    return out
+
+
+def _krr(Xf, yf, grid, cv_rows):
+    from sklearn.kernel_ridge import KernelRidge
+    from sklearn.model_selection import GridSearchCV
+
     t0 = time.perf_counter()
     cv = GridSearchCV(KernelRidge(kernel="rbf"), grid, cv=3, scoring="neg_mean_squared_error")
     cv.fit(Xf[:cv_rows], yf[:cv_rows])
     krr = KernelRidge(kernel="rbf", **cv.best_params_).fit(Xf, yf)
-    t_krr = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    kernel = gpk.ConstantKernel(1.0) * gpk.RBF(np.sqrt(d)) + gpk.WhiteKernel(0.1)
-    ml = GaussianProcessRegressor(kernel, normalize_y=True, random_state=0)
-    ml.fit(Xf[:gp_rows], yf[:gp_rows])
-    gpr = GaussianProcessRegressor(ml.kernel_, normalize_y=True, optimizer=None).fit(Xf, yf)
-    t_gp = time.perf_counter() - t0
-    return {"KernelRidge": (krr, t_krr, {"params": {k: float(v) for k, v in
-                                                    cv.best_params_.items()},
-                                         "cv_rows": int(min(cv_rows, fit_rows))}),
-            "GaussianProcessRegressor": (gpr, t_gp, {"kernel": str(ml.kernel_),
-                                                     "ml_rows": int(min(gp_rows, fit_rows))})}
+    return krr, time.perf_counter() - t0, {
+        "params": {k: float(v) for k, v in cv.best_params_.items()},
+        "cv_rows": int(min(cv_rows, Xf.shape[0]))}
 
 
 def _load_json(path):
@@ -215,7 +223,7 @@ def run(args):
                      n_val=int(Xva.shape[0]), n_test=int(Xte.shape[0]), fit_rows=fit_rows,
                      dense_n_train_squared_bytes=8 * int(Xtr.shape[0]) ** 2,
                      dense_n_squared_bytes=8 * fit_rows ** 2)
-        origs = originals(Xtr, ytr, fit_rows, args.cv_rows, args.gp_rows)
+        origs = originals(Xtr, ytr, fit_rows, args.cv_rows, args.gp_rows, args.models)
         for mname in args.models:
             model, t_fit, how = origs[mname]
             psi = KernelExpansion.from_estimator(model)
@@ -356,7 +364,14 @@ def main(argv=None):
         res, other = _load_json(args.out), _load_json(args.merge_from)
         for key, d in other["datasets"].items():
             d.setdefault("environment", other["environment"])
-            res.setdefault("datasets", {})[key] = d
+            for m in d["models"].values():  # a model-level merge keeps its own environment
+                m.setdefault("environment", d["environment"])
+            mine = res.setdefault("datasets", {}).get(key)
+            if mine is not None:  # the same set, other models: merge them model by model
+                for m in mine["models"].values():
+                    m.setdefault("environment", mine.get("environment", res["environment"]))
+                d = {**mine, "models": {**mine["models"], **d["models"]}}
+            res["datasets"][key] = d
             res.setdefault("skipped", {}).pop(key, None)
         for d in res["datasets"].values():
             d.setdefault("environment", res["environment"])
