@@ -269,13 +269,20 @@ def run(args):
 
 
 def targets(row, original_rmse):
-    """The issue's targets for one cell (in place): RMSE, time, memory (vs ``8 n^2``)."""
+    """The issue's targets for one cell (in place): RMSE against the best peer (SVGP
+    included), time against the Nyström peers (and apart against the SVGP), 2 % at 5 %."""
     c = row["compress"]
     peers = [row[k] for k in row if k.startswith("nystroem_") or k == "svgp"]
     best = min(peers, key=lambda r: r["rmse"])
+    nys = [row[k] for k in row if k.startswith("nystroem_")]
+    # time: against the Nyström peers (the slower of the two); the SVGP's own flag apart,
+    # as its minutes of Adam steps would make "3 x the peer" an easy bar
     t = {"rmse_le_best_peer_plus_se": bool(c["rmse"] <= best["rmse"] + c["se"]),
          "time_le_max(3 x peer, 30 s)": bool(c["seconds"] <= max(
-             3 * max(r["seconds"] for r in peers if "seconds" in r), 30.0))}
+             3 * max(r["seconds"] for r in nys), 30.0))}
+    if "svgp" in row:
+        t["time_le_max(3 x SVGP, 30 s)"] = bool(c["seconds"] <= max(
+            3 * row["svgp"]["seconds"], 30.0))
     if abs(row["budget_fraction"] - 0.05) < 1e-12:
         t["within_2pct_of_original"] = bool(c["rmse"] <= 1.02 * original_rmse)
     row["targets"] = t
@@ -312,8 +319,9 @@ def table(path):
     yes = {True: "yes", False: "**no**"}
     lines = ["| data | model | b | compress (chosen) | Nyström uniform | Nyström k-means | SVGP "
              "| original | s: compress / unif. / k-means / SVGP | peak MiB: compress / unif. / "
-             "k-means | ≤ best peer + SE | time | 5 %: ≤ 1.02 × orig. |",
-             "|---|---|---:|---|---|---|---|---:|---|---|---|---|---|"]
+             "k-means | (a) ≤ best peer + SE | (b) time vs Nyström | time vs SVGP "
+             "| (c) 5 %: ≤ 1.02 × orig. |",
+             "|---|---|---:|---|---|---|---|---:|---|---|---|---|---|---|"]
     for key, d in sets:
         for m, v in d["models"].items():
             rows = v["budgets"]
@@ -337,6 +345,7 @@ def table(path):
                     f"| {mib('compress')} / {mib('nystroem_uniform')} / {mib('nystroem_kmeans')} "
                     f"| {yes.get(t.get('rmse_le_best_peer_plus_se'), '–')} "
                     f"| {yes.get(t.get('time_le_max(3 x peer, 30 s)'), '–')} "
+                    f"| {yes.get(t.get('time_le_max(3 x SVGP, 30 s)'), '–')} "
                     f"| {yes.get(t.get('within_2pct_of_original'), '–')} |")
     return "\n".join(lines)
 
