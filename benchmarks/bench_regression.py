@@ -16,8 +16,9 @@ user would pick at the same kernel evaluations per prediction: Nyström landmark
 k-means) + ridge with ``lam`` chosen on the validation rows (scikit-learn's
 ``Nystroem`` + ``Ridge``, written as an expansion). Reported: test RMSE with a bootstrap
 standard error (200 resamples of the test rows), build seconds, and the originals'.
-Nothing is chosen on the test rows. A sparse variational GP (GPyTorch/GPflow) is not
-run: neither is installed here (the JSON says so).
+Nothing is chosen on the test rows. The sparse variational GP peer (GPyTorch, optional
+extra ``sparsekm[bench]``) is ``bench_regression_svgp.py``; its ``--merge`` adds it to
+this JSON's cells. The larger sets are ``bench_regression_large.py``.
 
 Usage: ``python benchmarks/bench_regression.py [--quick] [--friedman-n N] [--out F]``.
 """
@@ -143,7 +144,7 @@ def run(friedman_n, gp_rows, quick=False):
 
     results = {"machine": machine(), "environment": _environment(),
                "budgets_fraction_of_train": list(BUDGETS),
-               "svgp": "not run: neither GPyTorch nor GPflow is installed here",
+               "svgp": "not run here: bench_regression_svgp.py --merge adds it",
                "datasets": []}
     for name, X, y in _datasets(friedman_n):
         (Xtr, ytr, Xva, yva, Xte, yte), scale = _split(X, y)

@@ -157,7 +157,10 @@ def merge(svgp_json, target_json):
                         for k in [k for k in row if k.startswith("target_")]:
                             del row[k]  # superseded by row["targets"], SVGP among the peers
                         targets(row, m["test_rmse"])
-    res["svgp_source"] = {"file": Path(svgp_json).name, "environment": sv["environment"]}
+    res.pop("svgp_source", None)
+    res.setdefault("svgp_sources", {})[Path(svgp_json).name] = sv["environment"]
+    res["svgp"] = (f"merged from {', '.join(sorted(res['svgp_sources']))} (GPyTorch, "
+                   "optional extra)")
     write_results(target_json, res)
 
 
