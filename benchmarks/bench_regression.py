@@ -16,8 +16,9 @@ user would pick at the same kernel evaluations per prediction: Nyström landmark
 k-means) + ridge with ``lam`` chosen on the validation rows (scikit-learn's
 ``Nystroem`` + ``Ridge``, written as an expansion). Reported: test RMSE with a bootstrap
 standard error (200 resamples of the test rows), build seconds, and the originals'.
-Nothing is chosen on the test rows. A sparse variational GP (GPyTorch/GPflow) is not
-run: neither is installed here (the JSON says so).
+Nothing is chosen on the test rows. The sparse variational GP peer (GPyTorch, optional
+extra ``sparsekm[bench]``) is ``bench_regression_svgp.py``; its ``--merge`` adds it to
+this JSON's cells. The larger sets are ``bench_regression_large.py``.
 
 Usage: ``python benchmarks/bench_regression.py [--quick] [--friedman-n N] [--out F]``.
 """
@@ -143,7 +144,7 @@ def run(friedman_n, gp_rows, quick=False):
 
     results = {"machine": machine(), "environment": _environment(),
                "budgets_fraction_of_train": list(BUDGETS),
-               "svgp": "not run: neither GPyTorch nor GPflow is installed here",
+               "svgp": "not run here: bench_regression_svgp.py --merge adds it",
                "datasets": []}
     for name, X, y in _datasets(friedman_n):
         (Xtr, ytr, Xva, yva, Xte, yte), scale = _split(X, y)
@@ -197,16 +198,24 @@ def figure(res, path):
     import matplotlib.pyplot as plt
 
     panels = [(d, m) for d in res["datasets"] for m in d["models"]]
-    fig, axes = plt.subplots(1, len(panels), figsize=(3.2 * len(panels), 3.0), squeeze=False)
-    for ax, (d, m) in zip(axes[0], panels, strict=True):
+    ncols = min(4, len(panels))
+    nrows = -(-len(panels) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.2 * ncols, 3.0 * nrows), squeeze=False)
+    for ax in axes.flat[len(panels):]:
+        ax.set_visible(False)
+    for ax, (d, m) in zip(axes.flat, panels):
         rows = d["models"][m]["budgets"]
         b = [r["n_vectors"] for r in rows]
         for key, style in (("compress", "o-"), ("nystroem_uniform", "s--"),
-                           ("nystroem_kmeans", "^--")):
+                           ("nystroem_kmeans", "^--"), ("svgp", "d-.")):
+            if not all(key in r for r in rows):
+                continue
             ax.errorbar(b, [r[key]["rmse"] for r in rows], [r[key]["se"] for r in rows],
                         fmt=style, ms=4, capsize=2, label=key.replace("_", " "))
         ax.axhline(d["models"][m]["test_rmse"], color="0.3", ls=":", label="original")
-        ax.set_title(f"{d['name'].split(' (')[0]}: {m.replace('Regressor', '')}", fontsize=8)
+        size = d["name"].split(" (")[1].split(" rows")[0].split(", ")[-1]
+        ax.set_title(f"{d['name'].split(' (')[0]} {size}: {m.replace('Regressor', '')}",
+                     fontsize=8)
         ax.set_xlabel("kernel evaluations per prediction", fontsize=7)
         ax.set_ylabel("test RMSE", fontsize=7)
         ax.tick_params(labelsize=6)

@@ -179,3 +179,58 @@ def test_gp_with_a_constant_kernel_term_refits_by_ridge_without_variance():
     assert set(status.values()) <= {"ok", "chosen"}
     with pytest.raises(ValueError, match="ConstantKernel"):
         small.predict(Xte, return_std=True)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: GaussianProcessRegressor(gpk.ConstantKernel(2.0) * gpk.RBF(2.0)
+                                     + gpk.WhiteKernel(0.1), normalize_y=True,
+                                     optimizer=None),
+    lambda: SVR(C=3.0, gamma=0.2, epsilon=0.1)])
+def test_original_judged_through_its_blocked_expansion_not_predict(make):
+    """The original's validation outputs come from its expansion in row blocks (issue 36):
+    equal to scikit-learn's predict, which holds K(X_val, X_train) whole and is not called."""
+    model = make().fit(Xtr, ytr)
+    expected = _rmse(model.predict(Xva), yva)  # scikit-learn's own prediction
+
+    def whole_matrix(*a, **k):
+        raise AssertionError("predict holds the whole kernel matrix")
+
+    model.predict = whole_matrix
+    small = compress_any(model, Xva, yva, n_vectors=10, X_train=Xtr, y_train=ytr,
+                         random_state=0, n_init=1, max_iter=20,
+                         method=["refit", "nystroem-uniform"])
+    assert small.compress_report_["full_error"] == pytest.approx(expected, rel=1e-9)
+
+
+def test_construct_refine_reuses_the_construct_set(krr):
+    """construct+refine refines the construct row's set (issue 36: built once, not twice).
+    That set is the phase-1 set of reduce_expansion(method="construct+refine") with the same
+    seed (same objective); the refine never raises it and lands within 1 % of the standalone
+    run's phase-2 objective (the same L-BFGS and stopping rule; its stopping iteration may
+    differ by rounding)."""
+    from sparsekm.reduced_set import reduce_expansion
+
+    small = compress_any(krr, Xva, yva, n_vectors=12, X_train=Xtr, y_train=ytr,
+                         random_state=0, n_init=2, max_iter=50,
+                         method=["construct", "construct+refine"])
+    by = {r["method"]: r for r in small.compress_report_["rows"]}
+    assert by["construct+refine"]["variant"] == "refine of the construct set"
+    psi = sparsekm.KernelExpansion.from_estimator(krr)
+    seed = int(np.random.default_rng(0).integers(2**31))
+    alone = reduce_expansion(psi, 12, method="construct+refine", n_init=2, max_iter=50,
+                             random_state=seed)
+    assert by["construct+refine"]["status"] == "chosen"  # phase 2 lowers the error here
+
+    def objective(e):  # ||Psi - Psi'||^2 in feature space, from kernel sums
+        return psi.distance2(e)
+
+    phase1 = alone.info["objective_phase1"]
+    start = reduce_expansion(psi, 12, method="construct", n_init=2, max_iter=50,
+                             random_state=seed).expansion  # the construct row's set
+    assert objective(start) == pytest.approx(phase1, rel=1e-9)
+    got = objective(small.expansion_)
+    assert got < phase1
+    assert got == pytest.approx(alone.objective, rel=1e-2)
+    # the validation errors of the two phase-2 results agree closely
+    assert by["construct+refine"]["rmse"] == pytest.approx(
+        _rmse(alone.expansion.decision_function(Xva), yva), rel=1e-2)

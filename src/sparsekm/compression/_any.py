@@ -10,7 +10,9 @@ prediction it builds these candidates and keeps the best on validation data:
 ``construct``, ``construct+refine``
     Reduced-set construction of the model's expansion (eq. 74-77 of *Input space vs.
     feature space*; one shared set for the components of a kernel PCA, section 5 of
-    *Fast approximation*) and the joint refine of vectors and coefficients (phase 2).
+    *Fast approximation*) and the joint refine of vectors and coefficients (phase 2),
+    started from the ``construct`` candidate's set when both are tried (the set
+    ``construct(refine=True)`` would start from: it is built once).
 ``refit``
     The vectors of the better reduced set, their outer weights re-fitted on the
     training data: ridge on the features ``K(X, Z)`` with the RKHS penalty (the subset
@@ -46,6 +48,7 @@ from ..models.expansion_models import (
     ExpansionRegressor,
     ExpansionTransformer,
 )
+from ..reduced_set.construction import refine as refine_phase2
 from ..reduced_set.reduction import reduce_expansion
 from ..utils.validation import check_array, check_scalar
 from ._report import CompressReport
@@ -253,7 +256,10 @@ def compress_any(model, X_val, y_val=None, *, n_vectors=None, method="auto", X_t
     gpr = model if isinstance(model, GaussianProcessRegressor) else None
     own = getattr(model, "expansions_", None)  # sparsekm's KernelPCA: eq. 36 with centring
     psi = own if own is not None else expansion_from_estimator(model)
-    orig_val = _outputs(model, kind, X_val)
+    # a regressor's original through its expansion: the engine's row blocks bound the
+    # memory (scikit-learn's predict holds K(X_val, X_train) whole)
+    orig_val = (np.asarray(psi.decision_function(X_val), dtype=np.float64)
+                if kind == "regressor" else _outputs(model, kind, X_val))
     full_error, _, full_extra = _metrics(kind, orig_val, orig_val, y_val)
     seed = 0 if random_state is None else int(np.random.default_rng(random_state).integers(2**31))
     X_fit, t_fit, note = _training(model, kind, X_train, y_train)
@@ -302,6 +308,11 @@ def compress_any(model, X_val, y_val=None, *, n_vectors=None, method="auto", X_t
         for name in ("construct", "construct+refine"):
             if name in methods and m < psi.n_terms:
                 def build(name=name):
+                    if name == "construct+refine" and "construct" in reduced:
+                        # phase 2 from the construct row's set: construct(refine=True)
+                        # starts from that same set (same seed), so it is not built twice
+                        reduced[name] = refine_phase2(psi, reduced["construct"]).expansion
+                        return _shell(kind, reduced[name], gpr), "refine of the construct set"
                     reduced[name] = construct(m, name)
                     return _shell(kind, reduced[name], gpr), ""
                 add(name, build)
