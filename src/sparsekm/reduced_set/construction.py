@@ -30,6 +30,9 @@ __all__ = ["construct", "refine", "phase2_objective", "construct_block", "STEP_T
 
 #: Above this many expansion vectors, start candidates are scored on a random subset.
 _MAX_CANDIDATES = 4000
+#: Terms up to which phase 1 forms their Gram matrix (4096^2 doubles = 128 MiB); past it,
+#: ||Psi||^2 and the candidate starts' (Psi . Phi(x_i)) are blocked kernel sums instead.
+_GRAM_ROWS = 4096
 #: Relative step tolerance of each one-term solve. The one-term objective is flat at its
 #: maximum (quadratic in the step), so 1e-4 changes it by ~1e-8 relative while needing
 #: far fewer fixed-point iterations than 1e-8.
@@ -174,13 +177,22 @@ def _orthogonal_step(kernel, Y, G, Zo, Kzo, candidates):
 
 def construct_block(kernel, X, A, n_vectors, *, n_init, max_iter, tol_step, tol, rng,
                      Kxx, show_progress, desc, n_sweeps=0, step="one-term"):
-    """Phase 1 for coefficient matrix ``A`` (n_terms, n_out) sharing one set of ``z``."""
+    """Phase 1 for coefficient matrix ``A`` (n_terms, n_out) sharing one set of ``z``.
+
+    ``Kxx``: the Gram matrix of the terms ``X``, or ``None``: ``||Psi||^2`` and the
+    candidate starts' ``(Psi . Phi(x_i))`` are then blocked kernel sums, and memory stays
+    bounded by the row blocks, not ``n_terms^2`` (equal to rounding).
+    """
     N, d = X.shape
     n_out = A.shape[1]
-    norm2 = np.einsum("ij,ij->j", A, Kxx @ A)
     cand_idx = (np.arange(N) if N <= _MAX_CANDIDATES
                 else np.sort(rng.choice(N, _MAX_CANDIDATES, replace=False)))
-    P_x = Kxx[cand_idx] @ A  # (Psi . Phi(x_i)) for candidate starts, updated below
+    if Kxx is None:  # no Gram matrix: both products in row blocks (memory O(block x N))
+        norm2 = np.einsum("ij,ij->j", A, kernel.mmv(X, X, A))
+        P_x = kernel.mmv(take(kernel, X, cand_idx), X, A)
+    else:
+        norm2 = np.einsum("ij,ij->j", A, Kxx @ A)
+        P_x = Kxx[cand_idx] @ A  # (Psi . Phi(x_i)) for candidate starts, updated below
     kdiag = np.maximum(kernel.diag(take(kernel, X, cand_idx)), 1e-300)
     Z = np.empty((0, d))
     B = np.empty((0, n_out))
@@ -537,7 +549,9 @@ def _construct(expansion, kernel, X, A_all, n_vectors, shared, refine, tol, n_in
             norms.append(np.einsum("ij,ij->j", Ag, kernel.mmv(Xg, Xg, Ag)) if rows.size
                          else np.zeros(len(grp)))
             continue
-        Kg = kernel(Xg)
+        # the Gram matrix of the terms only while it is small: past _GRAM_ROWS terms its
+        # two uses are kernel sums in row blocks, so memory stays bounded by blocks
+        Kg = kernel(Xg) if rows.size <= _GRAM_ROWS else None
         desc = f"RS construct (output {grp[0]})" if len(groups) > 1 else "RS construct"
         Z, B, path, norm2, nit, sweeps = construct_block(
             kernel, Xg, Ag, min(n_vectors, rows.size if len(grp) == 1 else n_vectors),
