@@ -571,7 +571,8 @@ def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increas
     splits, final, selection, messages = _splits(model, exact, X_val, y_val, X_train,
                                                  y_train, cv, seed, owner)
     problem = Problem(exact, splits, final, shared, n_init, max_iter, seed,
-                      source_C=_source_C(model), deadline=deadline)
+                      source_C=_source_C(model), deadline=deadline,
+                      bounded=isinstance(method, str) and method == "auto")
     errs = [float("nan") if s.exact is None else problem.error(s.exact, s.X_eval, s.y_eval)
             for s in splits]
     full_error = float(np.nanmean(errs)) if not all(np.isnan(errs)) else float("nan")
