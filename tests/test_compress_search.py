@@ -244,8 +244,13 @@ def test_the_work_bound_holds_for_every_iterative_candidate(blobs, n_train, n_ve
     refused exactly when the bound would leave it less than its screening's share of its
     iterations. A candidate within the bound keeps all of its iterations; a named method
     (bounded=False) is never cut."""
-    from sparsekm.compress._candidates import (CANDIDATES, FULL, SCREEN_ITER_FRACTION,
-                                               WORK_FLOOR, WORK_RATIO)
+    from sparsekm.compress._candidates import (
+        CANDIDATES,
+        FULL,
+        SCREEN_ITER_FRACTION,
+        WORK_FLOOR,
+        WORK_RATIO,
+    )
 
     problem = _problem(blobs[0], n_train)
     peer = CANDIDATES["kmeans-svm"].cost(problem, n_vectors) + \
