@@ -1,6 +1,8 @@
 """The default ``sparsekm.compress`` call against its peer: CPU time and test error (issue 39).
 
-For each data set and budget: the one-vs-one ``SVC`` to compress (fitted on the
+Data sets: the embedded digits, USPS, USPS-784 and ``many26`` (the 26-class stand-in of
+``bench_many_classes.py``, its SVC's gamma and C as its CV chose them). For each data set
+and budget: the one-vs-one ``SVC`` to compress (fitted on the
 training rows less a stratified validation split), the peer (Nystrom with k-means or
 uniform landmarks + LinearSVC, landmark kind and C chosen on the same validation rows;
 every fit counted), and the default call ``compress(svc, X_val, y_val, n_vectors=b,
@@ -17,6 +19,12 @@ in a subprocess, for the test error and CPU time of the previous ``compress``.
 Usage::
 
     OMP_NUM_THREADS=1 python benchmarks/bench_compress.py --datasets digits --budgets 100,250
+
+Each row also gives the ratio of the call's CPU seconds to ``max(SVC fit, peer)``
+(``ratio_to_reference``, the peer's seconds being both landmark kinds' fits with their C
+search), whether the CPU target and the test-error target are met, and the chosen and
+reported candidates (``compress_rows``: status and reason, e.g. a candidate refused by the
+work bound).
 """
 
 from __future__ import annotations
@@ -51,6 +59,12 @@ def _data(name):
         return datasets.load_usps(), 1 / 128, 10.0
     if name == "usps784":  # USPS zoomed to 28 x 28 (the settings of bench_fast_winners)
         return datasets.load_usps_784(), 1 / 128 * 256 / 784, 10.0
+    if name == "many26":
+        # the 26-class stand-in of bench_many_classes (make_classification, 16 features,
+        # 12,000 training / 8,000 test points) with the SVC's gamma and C that its 3-fold CV
+        # on the training rows chose at every seed (results/many_classes.json)
+        from bench_many_classes import data
+        return data(), 0.25, 10.0
     raise ValueError(f"unknown data set {name!r}")
 
 
@@ -124,7 +138,7 @@ def _env():
             "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS")}
 
 
-def run(name, budgets, baseline=None):
+def run(name, budgets, baseline=None, on_row=None):
     from sklearn.svm import SVC
 
     import sparsekm
@@ -159,7 +173,7 @@ def run(name, budgets, baseline=None):
                "compress_n_vectors": int(small.n_vectors_),
                "compress_method": rep["rows"][rep["chosen"]]["method"],
                "compress_rows": [{k: r[k] for k in ("method", "variant", "n_vectors",
-                                                    "val_error", "status")}
+                                                    "val_error", "status", "reason")}
                                  for r in rep["rows"]],
                "ratio_to_reference": secs / ref, "target_s": target,
                "cpu_target_met": bool(secs <= target),
@@ -176,6 +190,8 @@ def run(name, budgets, baseline=None):
         print(json.dumps({k: v for k, v in row.items()
                           if k not in ("peers", "compress_rows")}), flush=True)
         rows.append(row)
+        if on_row is not None:  # written as it goes: a long run keeps its finished rows
+            on_row(row)
     return rows
 
 
@@ -230,10 +246,14 @@ def main(argv=None):
         return
     budgets = [int(b) for b in args.budgets.split(",")]
     result = {"env": _env(), "protocol": __doc__, "rows": []}
-    for name in args.datasets.split(","):
-        result["rows"] += run(name, budgets, args.baseline)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    write_results(args.out, result)
+
+    def on_row(row):
+        result["rows"].append(row)
+        write_results(args.out, result)
+
+    for name in args.datasets.split(","):
+        run(name, budgets, args.baseline, on_row)
     print(f"wrote {args.out}")
 
 

@@ -199,7 +199,7 @@ def _load_json(path):
 
 def run(args):
     from sparsekm import KernelExpansion
-    from sparsekm.compress import compress
+    from sparsekm.compression import compress
 
     res = _load_json(args.out)
     res.update(machine=machine(), environment=_environment(),

@@ -28,7 +28,7 @@ def run(repeats, n=5000, n_vectors=150):
     from sklearn.datasets import make_friedman1
     from sklearn.kernel_ridge import KernelRidge
 
-    from sparsekm.compress import compress
+    from sparsekm.compression import compress
 
     X, y = make_friedman1(n_samples=n, noise=1.0, random_state=0)
     a, b = int(0.6 * n), int(0.8 * n)

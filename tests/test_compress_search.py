@@ -227,3 +227,123 @@ def test_a_candidate_that_fails_does_not_sink_the_search(blobs, monkeypatch):
     assert rows["uniform-svm"]["status"] == "failed"
     assert rows["uniform-svm"]["reason"] == "RuntimeError: broken on purpose"
     assert small.chosen_method_ != "uniform-svm"
+
+
+# -- the work bound of the default search (issue 39, large budgets) --------------------
+def _problem(svc, n_train, bounded=True):
+    """A Problem around ``svc`` whose training split has ``n_train`` rows (the counts
+    only: no candidate is fitted)."""
+    from sparsekm.compression._candidates import Problem, Split
+    from sparsekm.convert import exact_classifier
+
+    exact = exact_classifier(svc, svc.classes_)
+    X = np.zeros((n_train, svc.n_features_in_))
+    y = np.resize(svc.classes_, n_train)
+    split = Split(X, y, X[:10], y[:10], exact)
+    return Problem(exact, [split], None, True, 5, 200, 0, source_C=1.0, bounded=bounded)
+
+
+_ITERATIVE = ("construct+refine", "slmc", "slmc-peer")
+
+
+@pytest.mark.parametrize("n_train, n_vectors", [(200, 8), (6_000, 100), (6_000, 1_000),
+                                                (60_000, 250)])
+def test_the_work_bound_holds_for_every_iterative_candidate(blobs, n_train, n_vectors):
+    """The stated rule: an iterative candidate of the default search runs (its full fit's
+    estimate at most max(WORK_RATIO x the peer's, WORK_FLOOR)) or is refused, and is
+    refused exactly when the bound would leave it less than its screening's share of its
+    iterations. A candidate within the bound keeps all of its iterations; a named method
+    (bounded=False) is never cut."""
+    from sparsekm.compression._candidates import (
+        CANDIDATES,
+        FULL,
+        SCREEN_ITER_FRACTION,
+        WORK_FLOOR,
+        WORK_RATIO,
+    )
+
+    problem = _problem(blobs[0], n_train)
+    peer = CANDIDATES["kmeans-svm"].cost(problem, n_vectors) + \
+        CANDIDATES["uniform-svm"].cost(problem, n_vectors)
+    limit = max(WORK_RATIO * peer, WORK_FLOOR)
+    assert problem.work_limit(n_vectors) == pytest.approx(limit)
+    for m in _ITERATIVE:
+        c = CANDIDATES[m]
+        unbounded = c.work(problem, n_vectors, FULL)
+        why = c.refusal(problem, n_vectors)
+        if unbounded <= limit:
+            assert why is None and c.cost(problem, n_vectors) == pytest.approx(unbounded)
+        elif unbounded * SCREEN_ITER_FRACTION > limit:
+            assert why is not None and why.startswith("work bound")
+        else:
+            assert why is None
+            assert c.cost(problem, n_vectors) == pytest.approx(limit)
+            # the iterations it is given stay within its share
+            full = c.iterations(problem, n_vectors, FULL, 100)
+            assert full <= np.ceil(100 * limit / unbounded)
+        free = _problem(blobs[0], n_train, bounded=False)
+        assert c.refusal(free, n_vectors) is None
+        assert c.cost(free, n_vectors) == pytest.approx(unbounded)
+
+
+def test_the_bound_scales_with_the_peer_so_a_large_budget_is_bounded(blobs):
+    """Both the peer's estimate and an SLMC's grow as rows x vectors: from the budget
+    where 3 x the peer passes the floor, their ratio is fixed, so a problem ten times
+    larger is bounded exactly as much (not more) -- the SLMC, whose full fit is estimated
+    at well over four times the bound there, is refused on both."""
+    from sparsekm.compression._candidates import CANDIDATES
+
+    slmc = CANDIDATES["slmc"]
+    small, large = _problem(blobs[0], 6_000), _problem(blobs[0], 60_000)
+    assert slmc.work_fraction(small, 1_000) == pytest.approx(slmc.work_fraction(large, 1_000))
+    assert slmc.refusal(small, 1_000) is not None and slmc.refusal(large, 1_000) is not None
+    # on the test fixtures' size the floor leaves every candidate all its iterations
+    tiny = _problem(blobs[0], 200)
+    assert all(CANDIDATES[m].work_fraction(tiny, 8) == 1.0 for m in _ITERATIVE)
+
+
+def test_a_refused_candidate_is_reported_and_a_named_one_runs(blobs, monkeypatch):
+    """With the floor lowered so that the bound binds on the small fixture: the default
+    search reports the SLMCs as refused with the bound's reason and chooses among the
+    others; naming "slmc" runs it anyway. The SLMC is given at most its share of
+    iterations wherever it runs bounded."""
+    from sparsekm.compression import _candidates
+    from sparsekm.models import SLMC
+
+    monkeypatch.setattr(_candidates, "WORK_FLOOR", 1.0)
+    rows = _call(blobs).compress_report_["rows"]
+    status = {r["method"]: (r["status"], r["reason"]) for r in rows}
+    for m in ("slmc", "slmc-peer"):
+        assert status[m][0] == "refused" and status[m][1].startswith("work bound")
+    assert any(r["status"] == "chosen" for r in rows)
+    seen = []
+    real_fit = SLMC.fit
+
+    def fit(self, *a, **kw):
+        seen.append(self.max_iter)
+        return real_fit(self, *a, **kw)
+
+    monkeypatch.setattr(SLMC, "fit", fit)
+    named = _call(blobs, method="slmc")
+    assert named.compress_report_["rows"][named.compress_report_["chosen"]]["method"] == "slmc"
+    assert seen and max(seen) == _candidates.SLMC_MAX_ITER  # unbounded: every iteration
+
+
+def test_a_converged_screening_refine_is_the_full_fit():
+    """The premise of reusing a screening refine that stopped on its tolerance: L-BFGS
+    from the same start with a higher iteration limit stops at the same iterate (two
+    independent runs, byte for byte), so no work is done twice."""
+    from sparsekm.reduced_set import construct, refine
+
+    X, y = make_blobs(300, centers=3, cluster_std=2.0, random_state=0)
+    svc = SVC(C=1, gamma=0.3, decision_function_shape="ovr").fit(X, y)
+    from sparsekm.convert import exact_classifier
+
+    psi = exact_classifier(svc, svc.classes_).expansion
+    start = construct(psi, 10, shared=True, n_init=1, max_iter=30, random_state=0).expansion
+    short = refine(psi, start, max_iter=75)
+    assert 0 < short.n_iter < 75  # it converged: the case the reuse is for
+    long = refine(psi, start, max_iter=300)
+    assert long.n_iter == short.n_iter
+    assert np.array_equal(long.expansion.vectors, short.expansion.vectors)
+    assert np.array_equal(long.expansion.coef, short.expansion.coef)

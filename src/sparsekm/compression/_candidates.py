@@ -47,6 +47,19 @@ SLMC_MAX_ITER = 100
 SLMC_N_C = 2
 #: Iterations of the joint refine (phase 2) at full fidelity.
 REFINE_MAX_ITER = 300
+#: The work bound of the default search (``method="auto"``, issue 39): an iterative
+#: candidate (construct+refine, the SLMCs) may spend at most ``max(WORK_RATIO * P,
+#: WORK_FLOOR)`` estimated kernel evaluations in its full fit, ``P`` the estimate of the
+#: peer's own fit with its C search (``kmeans-svm`` plus ``uniform-svm`` at full fidelity:
+#: Nystrom landmarks + LinearSVC, both landmark kinds, every C). Its iterations are cut in
+#: proportion; one whose bound leaves less than ``SCREEN_ITER_FRACTION`` of its iterations
+#: (it could not run past its own screening) is refused. ``WORK_RATIO = 3``: the issue's
+#: CPU target is three times the peer.
+WORK_RATIO = 3.0
+#: ... and never below this many estimated kernel evaluations (the target's 30 s floor:
+#: the peer's own estimate on USPS at 1,000 vectors, 9.3e7, took 34 CPU s, so 30 s is
+#: about 8e7 of them). Counts, never seconds: no clock is read.
+WORK_FLOOR = 8e7
 #: select-l1 with separate sets refuses below this many vectors per binary machine: an
 #: L1 path cut at a handful of support vectors per pair keeps no usable machine (84 % test
 #: error at 5 per pair on a one-vs-one SVC, 64 % on USPS at 25 per class).
@@ -120,6 +133,9 @@ class Problem:
     error : callable ``error(model, X, y) -> float``
         The validation rule's loss (classification error; a regressor problem passes
         its own).
+    bounded : bool
+        Whether the iterative candidates' work is bounded by :meth:`work_limit` (the
+        default search, ``method="auto"``).
     """
 
     exact: object
@@ -132,6 +148,23 @@ class Problem:
     source_C: float | None = None
     deadline: object = None
     error: object = classification_error
+    bounded: bool = False
+
+    def peer_work(self, n_vectors):
+        """The estimated work of the peer at ``n_vectors`` (Nystrom k-means and uniform +
+        LinearSVC, every C, all rows); 0 without training data."""
+        if not self.has_train:
+            return 0.0
+        return sum(CANDIDATES[m].cost(self, n_vectors, FULL)
+                   for m in ("kmeans-svm", "uniform-svm"))
+
+    def work_limit(self, n_vectors):
+        """The most estimated work an iterative candidate's full fit may do at
+        ``n_vectors`` (``WORK_RATIO`` x the peer's, at least ``WORK_FLOOR``); None when the
+        search is not bounded (a method named explicitly)."""
+        if not self.bounded:
+            return None
+        return max(WORK_RATIO * self.peer_work(n_vectors), WORK_FLOOR)
 
     @property
     def psi(self):
@@ -333,6 +366,42 @@ class Candidate:
         return out
 
 
+class _Bounded:
+    """An iterative candidate whose work the default search bounds (``WORK_RATIO``,
+    ``WORK_FLOOR``): its full fit's estimate ``work(problem, b, FULL)`` at most
+    ``problem.work_limit(b)``, its iterations cut in proportion (every fidelity alike)."""
+
+    def work(self, problem, n_vectors, fidelity=FULL):
+        """The estimated kernel evaluations at ``fidelity`` with all its iterations."""
+        raise NotImplementedError
+
+    def work_fraction(self, problem, n_vectors):
+        """The fraction of its iterations the bound leaves (1 when unbounded or within it)."""
+        limit = problem.work_limit(n_vectors)
+        w = self.work(problem, n_vectors, FULL)
+        return 1.0 if limit is None or w <= limit else limit / w
+
+    def iterations(self, problem, n_vectors, fidelity, max_iter):
+        """Iterations of a fit at ``fidelity``: ``max_iter`` x the fidelity's fraction x
+        the bound's, at least one."""
+        return max(1, math.ceil(max_iter * fidelity.iter_fraction
+                                * self.work_fraction(problem, n_vectors)))
+
+    def cost(self, problem, n_vectors, fidelity=FULL):
+        return self.work(problem, n_vectors, fidelity) * self.work_fraction(problem, n_vectors)
+
+    def bound_refusal(self, problem, n_vectors):
+        """Why the bound leaves this candidate too little to run (None: it runs)."""
+        f = self.work_fraction(problem, n_vectors)
+        if f >= SCREEN_ITER_FRACTION:
+            return None
+        return (f"work bound: its full fit's estimate ({self.work(problem, n_vectors):.3g} "
+                f"kernel evaluations) is {1 / f:.1f}x max({WORK_RATIO:g} x the peer's "
+                f"{problem.peer_work(n_vectors):.3g}, {WORK_FLOOR:.3g}); bounded, it would "
+                f"keep {100 * f:.0f} % of its iterations, less than its screening's "
+                f"{100 * SCREEN_ITER_FRACTION:.0f} % (name it in 'method' to run it unbounded)")
+
+
 # -- reduced sets of the original machine ----------------------------------------------
 class _ReducedSet(Candidate):
     """A reduced set of the original expansion (thresholds kept or re-fitted)."""
@@ -398,18 +467,27 @@ class Construct(_ReducedSet):
         return construction(problem, split, n_vectors)
 
 
-class ConstructRefine(_ReducedSet):
+class ConstructRefine(_Bounded, _ReducedSet):
     name = "construct+refine"
     label = "RS construction + joint refine (phase 2)"
+
+    def refusal(self, problem, n_vectors):
+        return super().refusal(problem, n_vectors) or self.bound_refusal(problem, n_vectors)
 
     def reduced(self, problem, split, n_vectors, fidelity):
         from ..reduced_set import refine
 
-        iters = max(1, math.ceil(REFINE_MAX_ITER * fidelity.iter_fraction))
-        return refine(problem.psi if split.exact is None else split.exact.expansion,
-                      construction(problem, split, n_vectors), max_iter=iters).expansion
+        iters = self.iterations(problem, n_vectors, fidelity, REFINE_MAX_ITER)
+        res = refine(problem.psi if split.exact is None else split.exact.expansion,
+                     construction(problem, split, n_vectors), max_iter=iters)
+        if fidelity is not FULL and 0 < res.n_iter < iters:
+            # stopped on its tolerance before its limit: the full fit's L-BFGS (the same
+            # start, the same steps, a higher limit) would stop at the same iterate, so
+            # this is the full fit, kept for it (issue 39: no work done twice)
+            split.cache[("rs", self.name, n_vectors, FULL)] = res.expansion
+        return res.expansion
 
-    def cost(self, problem, n_vectors, fidelity=FULL):
+    def work(self, problem, n_vectors, fidelity=FULL):
         # the construction it starts from is shared (cached), not counted here
         m = problem.per_output(n_vectors)
         return float(REFINE_MAX_ITER * fidelity.iter_fraction * m * (problem.n_full + m))
@@ -578,8 +656,11 @@ class GreedySVM(_FixedZLinear):
     kind = "greedy"
 
 
-class _SLMCCandidate(_Direct):
+class _SLMCCandidate(_Bounded, _Direct):
     """Wu et al.'s SLMC (one set shared by all one-vs-rest problems) from a start ``Z0``."""
+
+    def refusal(self, problem, n_vectors):
+        return super().refusal(problem, n_vectors) or self.bound_refusal(problem, n_vectors)
 
     def C_values(self, problem):
         return problem.C_order()[:SLMC_N_C]
@@ -593,7 +674,7 @@ class _SLMCCandidate(_Direct):
         rows = problem.rows(split, fidelity, n_vectors)
         X, y = _take(split, rows)
         Z0 = np.asarray(self.start(problem, split, n_vectors, rows), dtype=np.float64)
-        iters = max(1, math.ceil(SLMC_MAX_ITER * fidelity.iter_fraction))
+        iters = self.iterations(problem, n_vectors, fidelity, SLMC_MAX_ITER)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             clf = SLMC(n_vectors=Z0.shape[0], C=variant.C, kernel=problem.kernel, init=Z0,
@@ -602,7 +683,7 @@ class _SLMCCandidate(_Direct):
         out.deadline_stops += sum(m == DEADLINE_STOP for m in clf.stop_reasons_)
         return _like(problem.exact, clf.expansion_, self.scheme(problem))
 
-    def cost(self, problem, n_vectors, fidelity=FULL):
+    def work(self, problem, n_vectors, fidelity=FULL):
         # its start (the construction, the k-means landmarks) is shared: not counted
         n = problem.n_train if fidelity.rows is None else \
             min(problem.n_train, max(fidelity.rows, 4 * n_vectors))

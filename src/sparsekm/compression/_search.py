@@ -19,6 +19,11 @@ bounded by counts (:class:`~._candidates.Fidelity`). The search rule (docs/compr
 4. *Choice.* Among the full fits: the lowest validation error; ties go to fewer vectors,
    then to the candidate listed first.
 
+With ``method="auto"`` the iterative candidates (refine, the SLMCs) are bounded first
+(``_candidates.WORK_RATIO``, ``WORK_FLOOR``): a full fit may do at most ``max(3 x the
+peer's estimated work, WORK_FLOOR)`` kernel evaluations, its iterations cut in proportion;
+one left less than its screening's share is refused.
+
 Candidates of one stage are independent: with ``n_jobs`` they run in parallel (joblib),
 each with one BLAS/OpenMP thread, so that the result is the same for every ``n_jobs``.
 """
@@ -508,7 +513,13 @@ def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increas
     others are reported as ``"screened"``. The rest are fitted in full in rounds, the
     cheaper half first; before each round a candidate whose screening error less that
     margin cannot beat the best full fit so far (or only tie it, listed after it) is
-    dropped too.
+    dropped too. With ``method="auto"`` the iterative candidates (``construct+refine``,
+    the SLMCs) are first bounded: a full fit may do at most ``max(WORK_RATIO * P,
+    WORK_FLOOR)`` estimated kernel evaluations (``P``: the same estimate for the peer's
+    fit with its C search, Nystrom k-means and uniform + LinearSVC; 3 and 8e7), its
+    iterations cut in proportion; one left less than ``SCREEN_ITER_FRACTION`` of its
+    iterations is refused (the report says why). A screening refine that converged
+    before its iteration limit is its full fit.
 
     Choice rule: the lowest validation error; ties go to fewer vectors, then to the
     candidate listed first. A candidate whose validation error is no better than
@@ -571,7 +582,8 @@ def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increas
     splits, final, selection, messages = _splits(model, exact, X_val, y_val, X_train,
                                                  y_train, cv, seed, owner)
     problem = Problem(exact, splits, final, shared, n_init, max_iter, seed,
-                      source_C=_source_C(model), deadline=deadline)
+                      source_C=_source_C(model), deadline=deadline,
+                      bounded=isinstance(method, str) and method == "auto")
     errs = [float("nan") if s.exact is None else problem.error(s.exact, s.X_eval, s.y_eval)
             for s in splits]
     full_error = float(np.nanmean(errs)) if not all(np.isnan(errs)) else float("nan")
