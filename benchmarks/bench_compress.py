@@ -1,6 +1,7 @@
 """The default ``sparsekm.compress`` call against its peer: CPU time and test error (issue 39).
 
-Data sets: the embedded digits, USPS, USPS-784 and ``many26`` (the 26-class stand-in of
+Data sets: the embedded digits, USPS, USPS-784, ``usps65k`` (USPS with virtual
+examples, 65,619 training rows) and ``many26`` (the 26-class stand-in of
 ``bench_many_classes.py``, its SVC's gamma and C as its CV chose them). For each data set
 and budget: the one-vs-one ``SVC`` to compress (fitted on the
 training rows less a stratified validation split), the peer (Nystrom with k-means or
@@ -59,6 +60,8 @@ def _data(name):
         return datasets.load_usps(), 1 / 128, 10.0
     if name == "usps784":  # USPS zoomed to 28 x 28 (the settings of bench_fast_winners)
         return datasets.load_usps_784(), 1 / 128 * 256 / 784, 10.0
+    if name == "usps65k":  # USPS with virtual examples: 65,619 training rows, 2,007 test
+        return datasets.load_usps_virtual(), 1 / 128, 10.0
     if name == "many26":
         # the 26-class stand-in of bench_many_classes (make_classification, 16 features,
         # 12,000 training / 8,000 test points) with the SVC's gamma and C that its 3-fold CV
