@@ -133,23 +133,22 @@ def test_screening_never_drops_the_full_searchs_choice(which, n_vectors, request
 
 def _check_screened(rows, n_eval):
     """Each screened row's reason holds: its error (the screening fit's) is more than the
-    margin above the best screening error, or, less the margin, no better than the full
-    fit of a candidate listed before it."""
+    margin above the best error of the candidates screened (the same fidelity), or it is
+    listed after a full fit without validation error."""
     by_method = {r["method"]: r for r in rows}
     for k, r in enumerate(rows):
         if r["status"] != "screened":
             continue
         if "above the best screening error" in r["reason"]:
             best = float(r["reason"].split("best screening error ")[1].split(" %")[0]) / 100
+            leader = r["reason"].split("(")[-1].rstrip(")")
+            assert by_method[leader]["status"] != "refused"
             assert r["val_error"] > best + screen_margin(best, n_eval) - 1e-4
         else:
             lead = r["reason"].split("cannot beat ")[1].split("'s ")[0]
-            margin = float(r["reason"].split("the margin ")[1].split(" %")[0]) / 100
             L = by_method[lead]
-            assert L["status"] in ("ok", "chosen")
-            lb = max(0.0, r["val_error"] - margin)
-            assert lb > L["val_error"] - 1e-4
-            assert lb > L["val_error"] + 1e-9 or [x["method"] for x in rows].index(lead) < k
+            assert L["status"] in ("ok", "chosen") and L["val_error"] == 0.0
+            assert [x["method"] for x in rows].index(lead) < k
 
 
 def test_screening_on_the_digits_spends_full_fits_only_where_they_can_win():
@@ -347,3 +346,90 @@ def test_a_converged_screening_refine_is_the_full_fit():
     assert long.n_iter == short.n_iter
     assert np.array_equal(long.expansion.vectors, short.expansion.vectors)
     assert np.array_equal(long.expansion.coef, short.expansion.coef)
+
+
+def test_a_screening_error_is_never_compared_with_a_full_fit(blobs, monkeypatch):
+    """Successive halving compares like with like. A constructed case: the construction
+    (fitted in full at once) errs on 10 % of the validation points; the k-means SVM errs
+    on 30 % at its screening fidelity (fewer rows) and on 1 % in full. Its screening error
+    is far above the construction's full error, but it is the full search's choice, so the
+    screened search must finish it and choose it; the uniform SVM, 40 % at screening, is
+    more than the margin above the best *screening* error and is screened."""
+    from sparsekm.compression import _candidates as cc
+
+    def faked(base, screen_error, full_error):
+        class Faked(base):
+            def screen_fidelity(self, problem, n_vectors):  # as on a large training set
+                return cc.FULL if base is cc.Construct else cc.SCREEN
+
+            def fit(self, problem, n_vectors, fidelity=cc.FULL):
+                out = super().fit(problem, n_vectors, fidelity)
+                out.error = screen_error if fidelity is not cc.FULL else full_error
+                return out
+        return Faked()
+
+    for name, fake in (("construct", faked(cc.Construct, 0.10, 0.10)),
+                       ("kmeans-svm", faked(cc.KMeansSVM, 0.30, 0.01)),
+                       ("uniform-svm", faked(cc.UniformSVM, 0.40, 0.005))):
+        monkeypatch.setitem(cc.CANDIDATES, name, fake)
+    kw = dict(method=["construct", "kmeans-svm", "uniform-svm"])
+    full = _call(blobs, screen=False, **kw)
+    fast = _call(blobs, **kw)
+    assert full.chosen_method_ == "uniform-svm"  # every candidate in full: the lowest
+    rows = {r["method"]: r for r in fast.compress_report_["rows"]}
+    assert rows["kmeans-svm"]["status"] == "chosen" and rows["kmeans-svm"]["val_error"] == 0.01
+    assert rows["construct"]["status"] == "ok"
+    # 40 % is more than the margin (2 SE of 30 % on 200 points: 6.5 points) above 30 %
+    assert rows["uniform-svm"]["status"] == "screened"
+    assert "best screening error 30.00 % (kmeans-svm)" in rows["uniform-svm"]["reason"]
+    _check_screened(fast.compress_report_["rows"], blobs[4].size)
+
+
+@pytest.mark.parametrize("n_train, n_vectors", [(200, 8), (6_000, 100), (6_000, 1_000),
+                                                (60_000, 250)])
+def test_the_construction_is_bounded_restarts_first(blobs, n_train, n_vectors):
+    """The construction's estimate n_init * max_iter * m * (n + m) stays within the bound:
+    restarts are cut first, then iterations; never below one restart and a quarter of the
+    iterations; unbounded (a named method) it keeps the caller's settings."""
+    from sparsekm.compression._candidates import CANDIDATES
+
+    problem = _problem(blobs[0], n_train)
+    limit = problem.work_limit(n_vectors)
+    n = problem.n_full
+    per = n_vectors * (n + n_vectors)
+    n_init, max_iter = problem.construction_settings(n_vectors)
+    if 5 * 200 * per <= limit:
+        assert (n_init, max_iter) == (5, 200)
+    elif 200 * per <= limit:  # restarts cut, all the iterations kept
+        assert max_iter == 200 and 1 <= n_init < 5
+        assert n_init * 200 * per <= limit < (n_init + 1) * 200 * per
+    else:
+        assert n_init == 1 and 50 <= max_iter < 200
+        assert max_iter == 50 or max_iter * per <= limit < (max_iter + 1) * per
+    assert CANDIDATES["construct"].cost(problem, n_vectors) == n_init * max_iter * per
+    free = _problem(blobs[0], n_train, bounded=False)
+    assert free.construction_settings(n_vectors) == (5, 200)
+
+
+def test_a_bounded_construction_runs_with_its_settings_and_says_so(blobs, monkeypatch):
+    """With the floor lowered so that the bound binds on the small fixture, the
+    construction is run with fewer restarts (iterations cut next), and its report row says
+    so (here one restart of two); a named method runs it with the caller's settings."""
+    from sparsekm.compression import _candidates
+
+    seen = []
+    real = _candidates.construct_prefixes
+
+    def spy(*a, **kw):
+        seen.append((kw["n_init"], kw["max_iter"]))
+        return real(*a, **kw)
+
+    monkeypatch.setattr(_candidates, "construct_prefixes", spy)
+    monkeypatch.setattr(_candidates, "WORK_FLOOR", 1.0)
+    rows = {r["method"]: r for r in _call(blobs).compress_report_["rows"]}
+    assert seen and seen[0][0] == 1 and seen[0][1] <= 50
+    assert rows["construct"]["reason"].startswith(
+        f"work bound: construction with 1 of 2 restarts and {seen[0][1]} of 50")
+    seen.clear()
+    _call(blobs, method=["construct"])
+    assert seen == [(2, 50)]
