@@ -166,25 +166,6 @@ class Problem:
             return None
         return max(WORK_RATIO * self.peer_work(n_vectors), WORK_FLOOR)
 
-    def construction_settings(self, n_vectors):
-        """``(n_init, max_iter)`` of the reduced-set construction at ``n_vectors``: the
-        problem's own, or, where the search is bounded and the estimate
-        ``n_init * max_iter * m * (n + m)`` (``m`` vectors per set, ``n`` terms) exceeds
-        :meth:`work_limit`, its restarts cut first (each repeats the whole fixed-point
-        work) and then its iterations, never below one restart and
-        ``SCREEN_ITER_FRACTION`` of the iterations (the construction seeds refine and the
-        SLMC and is not refused)."""
-        limit = self.work_limit(n_vectors)
-        m = self.per_output(n_vectors)
-        per = float(m * (self.n_full + m))  # one iteration of one restart, every vector
-        if limit is None or self.n_init * self.max_iter * per <= limit:
-            return self.n_init, self.max_iter
-        n_init = max(1, min(self.n_init, int(limit // (self.max_iter * per))))
-        if n_init > 1:
-            return n_init, self.max_iter
-        floor = max(1, math.ceil(SCREEN_ITER_FRACTION * self.max_iter))
-        return 1, max(floor, min(self.max_iter, int(limit // per)))
-
     @property
     def psi(self):
         return self.exact.expansion
@@ -455,37 +436,24 @@ class _ReducedSet(Candidate):
 
     def cost(self, problem, n_vectors, fidelity=FULL):
         m = problem.per_output(n_vectors)
-        n_init, max_iter = problem.construction_settings(n_vectors)
-        return float(n_init * max_iter * m * (problem.n_full + m))
+        n = problem.n_full
+        return float(problem.n_init * problem.max_iter * m * (n + m))
 
 
 def construction(problem, split, n_vectors):
     """The shared (or per-output) reduced-set construction of ``n_vectors`` vectors on ``split``:
-    the prefix of one construction with :meth:`Problem.construction_settings` (cached on the
-    split for each setting)."""
+    the prefix of one construction (cached on the split)."""
     m = problem.per_output(n_vectors)
-    n_init, max_iter = problem.construction_settings(n_vectors)
-    key = ("prefix", problem.shared, n_init, max_iter)
+    key = ("prefix", problem.shared)
     n_run, prefix = split.cache.get(key, (0, None))
     if m > n_run:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             prefix = construct_prefixes(split.exact.expansion, m, shared=problem.shared,
-                                        n_init=n_init, max_iter=max_iter,
+                                        n_init=problem.n_init, max_iter=problem.max_iter,
                                         random_state=problem.seed)
         split.cache[key] = (m, prefix)
     return prefix(m)
-
-
-def construction_note(problem, n_vectors):
-    """The report's note when the work bound cut the construction (None: it did not)."""
-    n_init, max_iter = problem.construction_settings(n_vectors)
-    if (n_init, max_iter) == (problem.n_init, problem.max_iter):
-        return None
-    return (f"work bound: construction with {n_init} of {problem.n_init} restarts and "
-            f"{max_iter} of {problem.max_iter} fixed-point iterations (its estimate within "
-            f"max({WORK_RATIO:g} x the peer's {problem.peer_work(n_vectors):.3g}, "
-            f"{WORK_FLOOR:.3g}) kernel evaluations)")
 
 
 class Construct(_ReducedSet):
@@ -497,12 +465,6 @@ class Construct(_ReducedSet):
 
     def reduced(self, problem, split, n_vectors, fidelity):
         return construction(problem, split, n_vectors)
-
-    def build(self, problem, split, n_vectors, variant, fidelity, out, all_rows=False):
-        note = construction_note(problem, n_vectors)
-        if note is not None and note not in out.notes:
-            out.notes.append(note)
-        return super().build(problem, split, n_vectors, variant, fidelity, out, all_rows)
 
 
 class ConstructRefine(_Bounded, _ReducedSet):

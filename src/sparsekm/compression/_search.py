@@ -9,13 +9,16 @@ bounded by counts (:class:`~._candidates.Fidelity`). The search rule (docs/compr
    ``SCREEN_ROWS`` training rows, one C value, a quarter of the iterations; a candidate
    whose screening would save less than half its work, such as the construction, is
    fitted in full at once).
-2. *Can it still win?* A candidate goes on to its full fit only when its screening error
-   is within ``margin = max(SCREEN_SE * SE, SCREEN_MIN_MARGIN)`` of the best screening
-   error (SE: the binomial standard error of that best error on the validation points).
-   The others are reported as ``"screened"`` with their screening error.
-3. *Full fits, cheaper half first.* Before each round, a candidate whose screening error
-   less the margin is above the best full fit's error so far (or equal, and listed after
-   it) cannot win and is not fitted in full.
+2. *Successive halving, like with like.* A candidate screened at the screening fidelity
+   goes on to its full fit only when its screening error is within
+   ``margin = max(SCREEN_SE * SE, SCREEN_MIN_MARGIN)`` of the best screening error among
+   the candidates screened (SE: the binomial standard error of that best error on the
+   validation points). A screening error (fewer rows, one C, fewer iterations) overstates
+   the full fit's, so it is never compared with a candidate fitted in full at once. The
+   others are reported as ``"screened"`` with their screening error.
+3. *The one bound across fidelities.* No error is below zero and ties go to the
+   candidate listed first: a candidate listed after a full fit without validation error
+   cannot win and is not finished. The rest are fitted in full together.
 4. *Choice.* Among the full fits: the lowest validation error; ties go to fewer vectors,
    then to the candidate listed first.
 
@@ -307,7 +310,7 @@ class _Search:
 
     def budget(self, names, n_vectors, screen, n_eval):
         """Every candidate at budget ``n_vectors``: screened, then the ones that can still win
-        fitted in full, cheaper half first. Returns the row indices (one per candidate,
+        fitted in full. Returns the row indices (one per candidate,
         in order)."""
         why = {m: CANDIDATES[m].refusal(self.problem, n_vectors) for m in names}
         runnable = [m for m in names if not why[m]]
@@ -502,13 +505,13 @@ def compress(model, X_val=None, y_val=None, *, n_vectors=None, max_error_increas
     Search (budget mode, ``screen=True``): every candidate is fitted at its screening
     fidelity (at most ``SCREEN_ROWS`` training rows, one C value, a quarter of the
     iterations; at full fidelity at once where that would save less than half the
-    work). A candidate is then fitted in full only when its screening error is within
-    ``max(SCREEN_SE * SE, SCREEN_MIN_MARGIN)`` (two binomial standard errors of the best
-    screening error on the validation points, at least half a point) of the best; the
-    others are reported as ``"screened"``. The rest are fitted in full in rounds, the
-    cheaper half first; before each round a candidate whose screening error less that
-    margin cannot beat the best full fit so far (or only tie it, listed after it) is
-    dropped too. With ``method="auto"`` the iterative candidates (``construct+refine``,
+    work). A screened candidate is then fitted in full only when its screening error is
+    within ``max(SCREEN_SE * SE, SCREEN_MIN_MARGIN)`` (two binomial standard errors of
+    the best screening error on the validation points, at least half a point) of the
+    best screening error (successive halving: screening errors are compared with each
+    other only, never with a full fit); the others are reported as ``"screened"``, and
+    so is one listed after a full fit without validation error (it cannot win the tie).
+    With ``method="auto"`` the iterative candidates (``construct+refine``,
     the SLMCs) are first bounded: a full fit may do at most ``max(WORK_RATIO * P,
     WORK_FLOOR)`` estimated kernel evaluations (``P``: the same estimate for the peer's
     fit with its C search, Nystrom k-means and uniform + LinearSVC; 3 and 8e7), its
