@@ -282,12 +282,12 @@ def test_bad_dask_labels_get_the_in_memory_errors(dask_client, data, no_client_c
                 ApproxKFD(n_basis=3, kernel=RBF(0.5))):
         for bad in (y_nan, np.where(np.arange(300) == 7, np.inf, ok)):
             what = "NaN" if np.isnan(bad).any() else "infinity"
-            with pytest.raises(ValueError, match=f"Input y contains {what}"):
+            with pytest.raises(ValueError, match=f"y contains {what}; class labels must be finite"):
                 est.fit(Xd, da.from_array(bad, chunks=100))
             # the same error as the in-memory fit, and for dask X with numpy y
-            with pytest.raises(ValueError, match=f"Input y contains {what}"):
+            with pytest.raises(ValueError, match=f"y contains {what}; class labels must be finite"):
                 est.fit(X, bad)
-            with pytest.raises(ValueError, match=f"Input y contains {what}"):
+            with pytest.raises(ValueError, match=f"y contains {what}; class labels must be finite"):
                 est.fit(Xd, bad)
         with pytest.raises(ValueError, match="Unknown label type: continuous"):
             est.fit(Xd, da.from_array(X[:, 1], chunks=60))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import solve_triangular
 
+from ..utils.validation import check_labels
 from .dask_cluster import WorkerLost, pinned_compute, plan_cache, row_partitions, run_watched
 
 __all__ = ["gamma_partitions", "PartitionSet", "label_blocks", "label_partitions",
@@ -168,15 +169,13 @@ _N_LABELS = 6
 def _label_summary(y):
     """A partition's first distinct labels, after the in-memory checks of ``y``.
 
-    Runs on a worker: NaN/inf (``"Input y contains NaN."``) and continuous targets
-    raise scikit-learn's errors there, and :func:`_run` re-raises them on the client.
+    Runs on a worker: NaN/inf (:func:`~sparsekm.utils.validation.check_labels`, the
+    in-memory fit's error) and continuous targets (scikit-learn's) raise there, and
+    :func:`_run` re-raises them on the client.
     """
-    from sklearn.utils import assert_all_finite
     from sklearn.utils.multiclass import check_classification_targets
 
-    y = np.asarray(y)
-    if y.dtype.kind in "fc":
-        assert_all_finite(y, input_name="y")
+    y = check_labels(y)
     if y.size:
         check_classification_targets(y)
     return np.unique(y)[:_N_LABELS]

@@ -44,7 +44,7 @@ from ..convert import exact_classifier
 from ..expansion import KernelExpansion
 from ..utils.optimize import Deadline
 from ..utils.progress import progress
-from ..utils.validation import check_array, check_scalar
+from ..utils.validation import check_array, check_labels, check_scalar
 from ._any import compress_any, is_any_model
 from ._candidates import CANDIDATES, FULL, Problem, Split
 from ._model import CompressedClassifier
@@ -120,13 +120,7 @@ def screen_margin(best_error, n_eval):
 
 def _check_labels(X, y, nx, ny, owner):
     X = check_array(X, nx)
-    y = np.asarray(y)
-    if y.ndim != 1 or y.shape[0] != X.shape[0]:
-        raise ValueError(f"{ny} must be 1-D with one label per row of {nx} ({X.shape[0]}); "
-                         f"got shape {y.shape}.")
-    if y.dtype.kind in "fc" and not np.isfinite(y).all():
-        raise ValueError(f"{ny} contains NaN or infinity; class labels must be finite.")
-    return X, y
+    return X, check_labels(y, X.shape[0], ny, nx)
 
 
 def _methods(method, owner):

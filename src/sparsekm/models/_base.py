@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils import assert_all_finite
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from ..approx.greedy import resolve_n_basis
 from ..parallel import dask_rowwise
 from ..persistence import spec
-from ..utils.validation import check_label_types, validate_X
+from ..utils.validation import check_label_types, check_labels, validate_X
 
 __all__ = ["BinaryExpansionClassifier", "resolve_n_basis", "binary_targets", "BINARY_PERSIST_ATTRS"]
 
@@ -32,14 +31,7 @@ def binary_targets(y, owner, n_samples):
     if y is None:
         raise ValueError(f"{owner} requires y to be passed, but the target y is None.")
     check_label_types(y, owner)
-    y = column_or_1d(y, warn=True)
-    if y.shape[0] != n_samples:
-        raise ValueError(f"y must be 1-D with one label per row of X; got shape {y.shape} for "
-                         f"{n_samples} samples.")
-    if y.dtype.kind in "fc":
-        # before scikit-learn's type_of_target, which casts float labels to int to see
-        # whether they are integral (a numpy RuntimeWarning on NaN/inf) and only then raises
-        assert_all_finite(y, input_name="y")
+    y = check_labels(column_or_1d(y, warn=True), n_samples)
     check_classification_targets(y)
     classes, y_idx = np.unique(y, return_inverse=True)
     if classes.size != 2:

@@ -53,7 +53,7 @@ from ..persistence import register, spec
 from ..sparse_learning.fixed_z import check_Z, solve_features
 from ..utils._deprecation import keyword_only_args
 from ..utils.progress import progress
-from ..utils.validation import check_array, check_scalar, validate_X
+from ..utils.validation import check_array, check_labels, check_scalar, validate_X
 
 __all__ = [
     "SparseLargeMarginClassifier",
@@ -121,13 +121,13 @@ class _DirectSparseBase(ClassifierMixin, BaseEstimator):
     # -- validation ----------------------------------------------------------------
     def _validate_common(self, X, y):
         owner = type(self).__name__
+        if y is not None:
+            check_labels(y)  # named before scikit-learn's own check ("Input y ...")
         X, y = validate_X(self, X, y, y_numeric=False,
                              multi_output=False)
         X = check_array(X, "X")
         y = column_or_1d(y, warn=True)
         check_classification_targets(y)
-        if y.dtype.kind == "f" and not np.isfinite(y).all():
-            raise ValueError("y contains NaN or infinity.")
         classes, y_idx = np.unique(y, return_inverse=True)
         if classes.size < 2:
             raise ValueError(

@@ -17,7 +17,7 @@ import numpy as np
 from scipy import linalg
 
 from ..expansion import KernelExpansion
-from ..utils.validation import check_array, check_same_features
+from ..utils.validation import check_array, check_labels, check_same_features
 
 __all__ = [
     "ReducedSetResult",
@@ -287,13 +287,7 @@ def refit_intercept(expansion, X, y, *, method="per-output", classes=None, max_s
     expansion = _check_expansion(expansion, "refit_intercept")
     X = check_array(X, "X")
     check_same_features(X, expansion.n_features, "X", "the expansion")
-    y = np.asarray(y)
-    if y.ndim != 1 or y.shape[0] != X.shape[0]:
-        raise ValueError(
-            f"y must be 1-D with one label per row of X ({X.shape[0]}); got shape {y.shape}."
-        )
-    if y.dtype.kind in "fc" and not np.isfinite(y).all():
-        raise ValueError("y contains NaN or infinity; class labels must be finite.")
+    y = check_labels(y, X.shape[0])
     if method not in ("per-output", "joint"):
         raise ValueError(f"method must be 'per-output' or 'joint'; got {method!r}.")
     F = expansion.decision_function(X) - np.asarray(expansion.intercept)

@@ -187,6 +187,31 @@ def _dask_in_memory_error(X, name="X"):
             "ApproxSVC, ApproxKFD, reduce_expansion; see sparsekm.approx.dask_fits).")
 
 
+def check_labels(y, n_rows=None, name="y", rows_of="X"):
+    """Class labels as an array: 1-D with one label per row of ``rows_of`` (when
+    ``n_rows`` is given), finite when numeric.
+
+    Checked before scikit-learn's ``type_of_target``, which casts float labels to int to
+    see whether they are integral (a numpy ``RuntimeWarning`` on NaN or infinity) before
+    its own error: the one check of every estimator, solver and ``compress`` that takes
+    class labels.
+
+    Raises
+    ------
+    ValueError
+        ``"<name> must be 1-D with one label per row of <rows_of> (<n_rows>)..."`` or
+        ``"<name> contains NaN; class labels must be finite."`` (or ``infinity``).
+    """
+    y = np.asarray(y)
+    if n_rows is not None and (y.ndim != 1 or y.shape[0] != n_rows):
+        raise ValueError(f"{name} must be 1-D with one label per row of {rows_of} "
+                         f"({n_rows}); got shape {y.shape}.")
+    if y.dtype.kind in "fc" and not np.isfinite(y).all():
+        what = "NaN" if np.isnan(y).any() else "infinity"
+        raise ValueError(f"{name} contains {what}; class labels must be finite.")
+    return y
+
+
 def _label_kind(v):
     if isinstance(v, (bool, np.bool_)):
         return "bool"
