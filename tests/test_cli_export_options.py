@@ -121,3 +121,24 @@ def test_onnx_export_computes_the_expansion(model, capsys):
     X = np.random.default_rng(2).normal(size=(6, 3))
     got = np.ravel(sess.run(None, {"X": X})[0])
     np.testing.assert_allclose(got, psi.decision_function(X), rtol=1e-12, atol=1e-14)
+
+
+def test_c_function_names_are_the_functions_the_header_declares():
+    """Two computations: the names c_function_names gives and the ``<name>_...(``
+    declarations found in to_c's header, for a classifier (predict and decision) and a
+    bare expansion (decision only); the CLI prints the first."""
+    import re
+
+    from sklearn.datasets import make_blobs
+    from sklearn.svm import SVC
+
+    from sparsekm.c_export import c_function_names, to_c
+
+    X, y = make_blobs(40, centers=3, random_state=0)
+    rng = np.random.default_rng(2)
+    for model, expected in ((SVC(gamma=0.5).fit(X, y), ["clf_predict", "clf_decision"]),
+                            (KernelExpansion(rng.normal(size=(4, 2)), rng.normal(size=4),
+                                             RBF(0.3)), ["clf_decision"])):
+        _, header = to_c(model, name="clf")
+        declared = re.findall(r"\b(clf_[a-z]+)\(", header)
+        assert declared == expected == c_function_names(model, name="clf")

@@ -35,16 +35,14 @@ def cmd_export(args):
 
 
 def _export_c(args, model):
-    from ...c_export import export_c
+    from ...c_export import c_function_names, export_c
 
     if args.float64:
         raise CLIError("--float64 applies to --format onnx only (the C code computes in double "
                        "unless compiled with -D<NAME>_REAL=float)")
     src, header = export_c(model, args.output, name=args.name, precision=args.precision,
                            scales=args.scales)
-    declared = Path(header).read_text(encoding="utf-8")  # a model without labels: no predict
-    functions = [f"{args.name}_{f}" for f in ("predict", "decision")
-                 if f" {args.name}_{f}(" in declared]
+    functions = c_function_names(model, args.name)  # a model without labels: no predict
     print(f"exported {args.model} ({type(model).__name__}) to {src} and {header}: C99, vectors "
           f"in {args.precision}, functions {'/'.join(functions)}")
     return 0
