@@ -96,7 +96,7 @@ def test_refusals_reach_the_report(krr_small, spies, monkeypatch):
     """A smaller floor and ratio: the refine is refused (its share would leave fewer than
     75 of its 300 iterations), then the construction (fewer than 10 fixed-point
     iterations per vector) and with it the refit; the peers still run."""
-    N, m, n_fit, n_val = 300, 30, 300, 500
+    N, m = 300, 30
     per_pass = m * (N + m)
     monkeypatch.setattr(_any, "WORK_FLOOR", 50 * per_pass)
     monkeypatch.setattr(_any, "WORK_RATIO", 0.0)
