@@ -122,6 +122,23 @@ def test_refusals_reach_the_report(krr_small, spies, monkeypatch):
         .startswith("nystroem")
 
 
+def test_restarts_go_first_to_leave_the_refine_its_iterations(krr_small, spies, monkeypatch):
+    """A share of 700 sweeps over [X; Z]: 5 starts x 200 + 300 refine iterations do not
+    fit; 2 starts x 200 + 300 do (3 starts would leave the refine 100)."""
+    N, m = 300, 30
+    per_pass = m * (N + m)
+    monkeypatch.setattr(_any, "WORK_FLOOR", 700 * per_pass)
+    monkeypatch.setattr(_any, "WORK_RATIO", 0.0)
+    small = compress_any(krr_small, Xva, yva, n_vectors=m, X_train=Xtr[SMALL],
+                         y_train=ytr[SMALL], random_state=0)
+    assert [c[1:3] for c in spies["construct"]] == [(2, 200)]
+    assert [c[1] for c in spies["refine"]] == [300]
+    assert (2 * 200 + 300) * per_pass <= 700 * per_pass
+    by = {r["method"]: r for r in small.compress_report_["rows"]}
+    assert "n_init 5 -> 2, max_iter 200 -> 200" in by["construct"]["reason"]
+    assert by["construct+refine"]["reason"] == ""  # its full iterations
+
+
 def test_named_methods_run_unbounded(krr_small, spies, monkeypatch):
     monkeypatch.setattr(_any, "WORK_FLOOR", 1.0)
     monkeypatch.setattr(_any, "WORK_RATIO", 0.0)

@@ -41,11 +41,13 @@ clock, with the classifier search's constants (``_candidates.WORK_RATIO``,
 estimated kernel evaluations, ``P`` the two Nyström peers' estimate (:func:`peer_work`).
 The fixed part ``F`` (the peers, the refit's features, the original's and the
 candidates' validation outputs) is done in any case; the chain gets ``R = max(L - F,
-WORK_FLOOR)`` (:func:`work_plan`). The construction takes its share first, made cheaper
-until its estimate ``n_init * max_iter * m * (N + m)`` fits ``R``: fewer restarts first
-(down to one: the refit, which the large cells choose, is as good from one start), then
-fewer fixed-point iterations per vector (refused below :data:`CONSTRUCT_MIN_ITER`). The
-refine gets what is left, ``m * (N + m)`` per L-BFGS iteration, its iterations cut in
+WORK_FLOOR)`` (:func:`work_plan`). The construction (estimate ``n_init * max_iter * m *
+(N + m)``) and the refine (``m * (N + m)`` per L-BFGS iteration, ``REFINE_MAX_ITER`` of
+them) are made cheaper until both fit ``R``: fewer restarts first, down to one, so as to
+leave the refine its full iterations (the refit, which the large cells choose, is as good
+from one start; at small budgets the refine moves its vectors where the refit needs
+them); then fewer fixed-point iterations per vector for the one start (refused below
+:data:`CONSTRUCT_MIN_ITER`); the refine gets what is left, its iterations cut in
 proportion, refused when that leaves less than ``SCREEN_ITER_FRACTION`` of its
 ``REFINE_MAX_ITER`` (it could not run past a screening). Every cut and refusal is in its
 report row's ``reason``; the report's ``work`` lists each budget's numbers.
@@ -156,15 +158,17 @@ def work_plan(n_terms, n_fit, n_val, m, n_init, max_iter):
              f"evaluations (L = max({WORK_RATIO:g} x the peers' {P:.3g}, {WORK_FLOOR:.3g}), "
              f"fixed work F = {F:.3g})")
     ni, mi, c_note = n_init, max_iter, ""
-    if ni * mi * per_pass > R:
-        ni = max(1, min(n_init, int(R // (max_iter * per_pass))))
+    if (ni * mi + REFINE_MAX_ITER) * per_pass > R:
+        # restarts first (down to one), to leave the refine its full iterations; then the
+        # fixed-point iterations of the one start
+        ni = max(1, min(n_init, int((R / per_pass - REFINE_MAX_ITER) // max_iter)))
         mi = min(max_iter, int(R // (ni * per_pass)))
         if mi < CONSTRUCT_MIN_ITER:
             c_note = (f"work bound: one start of {CONSTRUCT_MIN_ITER} fixed-point iterations "
                       f"per vector ({CONSTRUCT_MIN_ITER * per_pass:.3g}) exceeds {where} "
                       "(name it in 'method' to run it unbounded)")
             ni = mi = 0
-        else:
+        elif (ni, mi) != (n_init, max_iter):
             c_note = (f"work bound: n_init {n_init} -> {ni}, max_iter {max_iter} -> {mi} "
                       f"(estimate {ni * mi * per_pass:.3g} <= {where})")
     c_work = ni * mi * per_pass
@@ -350,10 +354,11 @@ def compress_any(model, X_val, y_val=None, *, n_vectors=None, method="auto", X_t
     the whole call may do about ``L = max(WORK_RATIO * P, WORK_FLOOR)`` estimated kernel
     evaluations (``P``: the Nyström peers' estimate, :func:`peer_work`); what is left
     after the fixed work ``F`` (peers, refit, validation outputs), ``R = max(L - F,
-    WORK_FLOOR)``, goes to the construction first (fewer restarts, then fewer
-    fixed-point iterations per vector, refused below :data:`CONSTRUCT_MIN_ITER`), the
-    rest to its refine (iterations cut in proportion, refused below
-    ``SCREEN_ITER_FRACTION`` of ``REFINE_MAX_ITER``): :func:`work_plan`. Each cut or
+    WORK_FLOOR)``, goes to the construction and its refine: fewer restarts first (down
+    to one, leaving the refine its full iterations), then fewer fixed-point iterations
+    per vector (refused below :data:`CONSTRUCT_MIN_ITER`), the rest to the refine
+    (iterations cut in proportion, refused below ``SCREEN_ITER_FRACTION`` of
+    ``REFINE_MAX_ITER``): :func:`work_plan`. Each cut or
     refusal is in its row's ``reason``. A method named explicitly runs unbounded.
     """
     owner = "compress"
