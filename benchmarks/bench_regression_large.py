@@ -38,6 +38,14 @@ reported next to ``8 n_train^2`` bytes (one dense ``n_train x n_train`` float64 
 each arm runs in a forked child process, so that no arm inherits another's freed heap.
 Nothing is chosen on the test rows.
 
+**Arms rerun, arms kept.** A run replaces the cells' compress and Nyström arms and keeps
+a cell's stored SVGP arm (``bench_regression_svgp.py --merge``; 300 to 2,250 s a cell,
+not rerun by this script); each arm records the commit that produced it (``commit``;
+the kept SVGP arm its source file's). The originals are refitted every run (same seed,
+same protocol) and their test RMSE is checked against the stored one
+(``original_check``: equal to 1e-12, else the kept SVGP arm is dropped with a message,
+as it was measured next to another original).
+
 The JSON is merged cell by cell (a run can add budgets or sets to an earlier file).
 Usage: ``python benchmarks/bench_regression_large.py [--sets diamonds,friedman1]
 [--budgets 0.01,0.02,0.05] [--models KernelRidge,GaussianProcessRegressor] [--quick]``.
@@ -224,13 +232,15 @@ def run(args):
                      dense_n_train_squared_bytes=8 * int(Xtr.shape[0]) ** 2,
                      dense_n_squared_bytes=8 * fit_rows ** 2)
         origs = originals(Xtr, ytr, fit_rows, args.cv_rows, args.gp_rows, args.models)
+        commit = res["environment"]["commit"]
         for mname in args.models:
             model, t_fit, how = origs[mname]
             psi = KernelExpansion.from_estimator(model)
             rmse, se = _rmse_se(psi.decision_function(Xte), yte, scale)
             mentry = entry["models"].setdefault(mname, {"budgets": {}})
+            same = original_check(mentry, rmse, commit)
             mentry.update(fit_seconds=t_fit, fit_rows=fit_rows, test_rmse=rmse,
-                          test_rmse_se=se, hyperparameters=how)
+                          test_rmse_se=se, hyperparameters=how, environment=res["environment"])
             print(f"{name} {mname}: original RMSE {rmse:.4g} ± {se:.2g} ({t_fit:.1f} s)",
                   flush=True)
             for frac in args.budgets:
@@ -242,18 +252,25 @@ def run(args):
                 row = {"budget_fraction": frac, "n_vectors": b,
                        "compress": dict(zip(("rmse", "se"), _rmse_se(small.predict(Xte), yte,
                                                                        scale)),
-                                        seconds=t_c, peak_bytes=m_c,
+                                        seconds=t_c, peak_bytes=m_c, commit=commit,
+                                        work=rep.get("work"),
                                         chosen=rep["rows"][rep["chosen"]]["method"],
                                         n_vectors=int(small.n_vectors_),
                                         candidates={r["method"]: {
                                             "val_rmse": r["val_error"] * scale,
-                                            "seconds": r["seconds"], "status": r["status"]}
+                                            "seconds": r["seconds"], "status": r["status"],
+                                            "reason": r["reason"]}
                                             for r in rep["rows"]})}
                 for how_ in ("uniform", "kmeans"):
                     peer, t_p, m_p = _arm(partial(_peer, psi.kernel, Xtr, ytr, Xva, yva, b,
                                                   how_))
                     row[f"nystroem_{how_}"] = dict(zip(("rmse", "se"), _rmse_se(
-                        peer.decision_function(Xte), yte, scale)), seconds=t_p, peak_bytes=m_p)
+                        peer.decision_function(Xte), yte, scale)), seconds=t_p, peak_bytes=m_p,
+                                                     commit=commit)
+                kept = mentry["budgets"].get(str(frac), {}).get("svgp")
+                if kept is not None and same:  # the stored SVGP arm, with its own commit
+                    row["svgp"] = {**kept, "commit": kept.get("commit") or _svgp_commit(
+                        res, set_name)}
                 targets(row, rmse)
                 mentry["budgets"][str(frac)] = row
                 print(f"  b={b}: compress {row['compress']['rmse']:.4g} ± "
@@ -266,6 +283,30 @@ def run(args):
                 write_results(args.out, res)  # cell by cell: a cut-off run keeps its cells
         write_results(args.out, res)
     return res
+
+
+def original_check(mentry, rmse, commit):
+    """Record (in place) whether the refitted original's test RMSE equals the stored one
+    (to 1e-12); True when it does or nothing was stored (the kept arms stay valid)."""
+    prev = mentry.get("test_rmse")
+    same = prev is None or abs(rmse - prev) <= 1e-12
+    mentry["original_check"] = {
+        "stored_test_rmse": prev, "refitted_test_rmse": rmse, "equal_to_1e-12": bool(same),
+        "refitted_at": commit}
+    if not same:
+        print(f"  the refitted original's test RMSE {rmse!r} differs from the stored "
+              f"{prev!r}: the stored SVGP arms are dropped (rerun the SVGP)", flush=True)
+    return same
+
+
+def _svgp_commit(res, set_name):
+    """The commit of the SVGP file a kept SVGP arm was merged from (``svgp_sources``)."""
+    src = res.get("svgp_sources", {})
+    name = ("regression_svgp_large_friedman1.json" if set_name == "friedman1"
+            else "regression_svgp_large.json")
+    env = src.get(name, {})
+    return env.get("commit") and env["commit"] + ("+dirty" if env.get("uncommitted_changes")
+                                                  else "")
 
 
 def targets(row, original_rmse):

@@ -58,3 +58,39 @@ def test_quick_cell_and_missing_package(bench, tmp_path, monkeypatch):
     assert set(cell["targets"]) == {"rmse_le_best_peer_plus_se", "time_le_max(3 x peer, 30 s)",
                                     "within_2pct_of_original"}
     assert "| friedman1 | KRR | 30 |" in bench.table(out)
+
+
+def test_rerun_keeps_the_svgp_arm_only_with_the_same_original(bench, tmp_path, monkeypatch):
+    """A rerun replaces the compress and Nystrom arms (today's commit), keeps a stored SVGP
+    arm with its own commit while the refitted original's test RMSE equals the stored one,
+    and drops it when it does not."""
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    out = tmp_path / "r.json"
+    args = ["--quick", "--sets", "friedman1", "--models", "KernelRidge", "--budgets", "0.05",
+            "--out", str(out)]
+    assert bench.main(args) == 0
+    res = json.loads(out.read_text())
+    model = res["datasets"]["friedman1"]["models"]["KernelRidge"]
+    model["budgets"]["0.05"]["svgp"] = {"rmse": 0.5, "se": 0.01, "seconds": 1000.0}
+    res["svgp_sources"] = {"regression_svgp_large_friedman1.json": {
+        "commit": "abc123", "uncommitted_changes": False}}
+    out.write_text(json.dumps(res))
+    assert bench.main(args) == 0
+    res = json.loads(out.read_text())
+    model = res["datasets"]["friedman1"]["models"]["KernelRidge"]
+    cell = model["budgets"]["0.05"]
+    assert model["original_check"]["equal_to_1e-12"] is True
+    assert cell["svgp"]["commit"] == "abc123" and cell["svgp"]["rmse"] == 0.5
+    today = res["environment"]["commit"]
+    assert cell["compress"]["commit"] == today == cell["nystroem_kmeans"]["commit"]
+    # 1000 s of SVGP: the SVGP time flag is met (3 x 1000 s), the RMSE one judged against 0.5
+    assert cell["targets"]["time_le_max(3 x SVGP, 30 s)"] is True
+    assert cell["targets"]["rmse_le_best_peer_plus_se"] is (
+        cell["compress"]["rmse"] <= 0.5 + cell["compress"]["se"])
+    model["test_rmse"] += 1e-9  # as if the stored arms had been run next to another original
+    out.write_text(json.dumps(res))
+    assert bench.main(args) == 0
+    res = json.loads(out.read_text())
+    model = res["datasets"]["friedman1"]["models"]["KernelRidge"]
+    assert model["original_check"]["equal_to_1e-12"] is False
+    assert "svgp" not in model["budgets"]["0.05"]

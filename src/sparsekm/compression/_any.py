@@ -33,11 +33,30 @@ for a one-class SVM; the relative projection error
 ``||T - T_orig||_F^2 / ||T_orig - mean||_F^2`` for a kernel PCA. ``y_val`` is ``None``
 for the unsupervised models: the validation rows alone judge them. Test data never
 reach a fit or a choice: everything chosen here is chosen on ``X_val``.
+
+**The work bound** (``method="auto"``; a method named explicitly runs unbounded). The
+reduced-set chain (``construct``, then its ``refine``) is bounded by counts, never by a
+clock, with the classifier search's constants (``_candidates.WORK_RATIO``,
+``WORK_FLOOR``): the whole call may do about ``L = max(WORK_RATIO * P, WORK_FLOOR)``
+estimated kernel evaluations, ``P`` the two Nyström peers' estimate (:func:`peer_work`).
+The fixed part ``F`` (the peers, the refit's features, the original's and the
+candidates' validation outputs) is done in any case; the chain gets ``R = max(L - F,
+WORK_FLOOR)`` (:func:`work_plan`). The construction (estimate ``n_init * max_iter * m *
+(N + m)``) and the refine (``m * (N + m)`` per L-BFGS iteration, ``REFINE_MAX_ITER`` of
+them) are made cheaper until both fit ``R``: fewer restarts first, down to one, so as to
+leave the refine its full iterations (the refit, which the large cells choose, is as good
+from one start; at small budgets the refine moves its vectors where the refit needs
+them); then fewer fixed-point iterations per vector for the one start (refused below
+:data:`CONSTRUCT_MIN_ITER`); the refine gets what is left, its iterations cut in
+proportion, refused when that leaves less than ``SCREEN_ITER_FRACTION`` of its
+``REFINE_MAX_ITER`` (it could not run past a screening). Every cut and refusal is in its
+report row's ``reason``; the report's ``work`` lists each budget's numbers.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -51,10 +70,12 @@ from ..models.expansion_models import (
 from ..reduced_set.construction import refine as refine_phase2
 from ..reduced_set.reduction import reduce_expansion
 from ..utils.validation import check_array, check_scalar
+from ._candidates import REFINE_MAX_ITER, SCREEN_ITER_FRACTION, WORK_FLOOR, WORK_RATIO
 from ._report import CompressReport
 
 __all__ = ["compress_any", "model_kind", "is_any_model", "ANY_METHODS", "LAM_GRID",
-           "DEFAULT_TOLERANCE"]
+           "DEFAULT_TOLERANCE", "CONSTRUCT_MIN_ITER", "KMEANS_PASSES", "WorkPlan",
+           "peer_work", "work_plan"]
 
 #: Candidates tried by ``method="auto"``, in order.
 ANY_METHODS = ("construct", "construct+refine", "refit", "nystroem-uniform", "nystroem-kmeans")
@@ -63,6 +84,108 @@ ANY_METHODS = ("construct", "construct+refine", "refit", "nystroem-uniform", "ny
 DEFAULT_TOLERANCE = 0.01
 #: Ridge parameters tried on validation (plus the original's own, where it has one).
 LAM_GRID = tuple(float(v) for v in 10.0 ** np.arange(-6, 3))
+#: Passes over the training rows the k-means peer's landmarks are estimated to cost (the
+#: classifier search's estimate of the same landmarks, ``_candidates._FixedZLinear.cost``).
+KMEANS_PASSES = 10.0
+#: The bounded construction is refused when its share leaves fewer fixed-point iterations
+#: per vector than this (one start). Measured on the large cells (issue 36): 15 to 99
+#: iterations gave refit vectors as good as the default 5 starts x 200.
+CONSTRUCT_MIN_ITER = 10
+
+
+def peer_work(n_fit, n_val, m):
+    """Estimated kernel evaluations of the two Nyström peers at ``m`` landmarks.
+
+    ``n_fit * m * (1 + KMEANS_PASSES)`` (k-means landmarks, then the features
+    ``K(X_fit, Z)``) plus ``n_fit * m`` (the uniform subset's features) plus both peers'
+    validation features ``2 * n_val * m``; 0 without training rows (no peer runs).
+    """
+    if not n_fit:
+        return 0.0
+    return float(m) * ((2.0 + KMEANS_PASSES) * n_fit + 2.0 * n_val)
+
+
+@dataclass(frozen=True)
+class WorkPlan:
+    """The work bound of one budget (see the module doc): counts only.
+
+    Attributes
+    ----------
+    peer, limit, fixed, chain : float
+        ``P``, ``L = max(WORK_RATIO * P, WORK_FLOOR)``, the fixed part ``F`` and the
+        reduced-set chain's share ``R = max(L - F, WORK_FLOOR)``.
+    n_init, max_iter : int
+        The construction's settings (0: refused).
+    construct_work : float
+        Its estimate ``n_init * max_iter * m * (N + m)``.
+    refine_iter : int
+        The refine's L-BFGS iterations (0: refused); ``refine_work`` its estimate.
+    construct_note, refine_note : str
+        The cut or refusal (``""``: within the bound as asked).
+    """
+
+    peer: float
+    limit: float
+    fixed: float
+    chain: float
+    n_init: int
+    max_iter: int
+    construct_work: float
+    refine_iter: int
+    refine_work: float
+    construct_note: str
+    refine_note: str
+
+    def as_dict(self, m):
+        return {"budget": int(m), **{k: getattr(self, k) for k in (
+            "peer", "limit", "fixed", "chain", "n_init", "max_iter", "construct_work",
+            "refine_iter", "refine_work")}}
+
+
+def work_plan(n_terms, n_fit, n_val, m, n_init, max_iter):
+    """:class:`WorkPlan` of the reduced-set chain at budget ``m`` (see the module doc).
+
+    ``n_terms``: the original's terms ``N``; ``n_fit``, ``n_val``: training rows of the
+    refit and the peers (0: none) and validation rows.
+    """
+    P = peer_work(n_fit, n_val, m)
+    L = max(WORK_RATIO * P, WORK_FLOOR)
+    refit = (n_fit + n_val) * m if n_fit else 0.0
+    F = P + n_val * n_terms + refit + 2.0 * n_val * m
+    R = max(L - F, WORK_FLOOR)
+    per_pass = float(m) * (n_terms + m)  # one sweep over [X; Z] for one start / iteration
+    where = (f"the chain's share R = max(L - F, {WORK_FLOOR:.3g}) = {R:.3g} kernel "
+             f"evaluations (L = max({WORK_RATIO:g} x the peers' {P:.3g}, {WORK_FLOOR:.3g}), "
+             f"fixed work F = {F:.3g})")
+    ni, mi, c_note = n_init, max_iter, ""
+    if (ni * mi + REFINE_MAX_ITER) * per_pass > R:
+        # restarts first (down to one), to leave the refine its full iterations; then the
+        # fixed-point iterations of the one start
+        ni = max(1, min(n_init, int((R / per_pass - REFINE_MAX_ITER) // max_iter)))
+        mi = min(max_iter, int(R // (ni * per_pass)))
+        if mi < CONSTRUCT_MIN_ITER:
+            c_note = (f"work bound: one start of {CONSTRUCT_MIN_ITER} fixed-point iterations "
+                      f"per vector ({CONSTRUCT_MIN_ITER * per_pass:.3g}) exceeds {where} "
+                      "(name it in 'method' to run it unbounded)")
+            ni = mi = 0
+        elif (ni, mi) != (n_init, max_iter):
+            c_note = (f"work bound: n_init {n_init} -> {ni}, max_iter {max_iter} -> {mi} "
+                      f"(estimate {ni * mi * per_pass:.3g} <= {where})")
+    c_work = ni * mi * per_pass
+    it = min(REFINE_MAX_ITER, int((R - c_work) // per_pass)) if ni else 0
+    r_note = ""
+    if ni == 0:
+        r_note = "work bound: its construction is refused"
+    elif it < SCREEN_ITER_FRACTION * REFINE_MAX_ITER:
+        r_note = (f"work bound: after the construction's {c_work:.3g}, {where} leaves "
+                  f"{max(it, 0)} of its {REFINE_MAX_ITER} iterations, less than "
+                  f"{100 * SCREEN_ITER_FRACTION:.0f} % (name it in 'method' to run it "
+                  "unbounded)")
+        it = 0
+    elif it < REFINE_MAX_ITER:
+        r_note = (f"work bound: {it} of its {REFINE_MAX_ITER} iterations (estimate "
+                  f"{it * per_pass:.3g}; with the construction's {c_work:.3g} <= {where})")
+    return WorkPlan(P, L, F, R, ni, mi, c_work, it, it * per_pass, c_note, r_note)
 
 
 def model_kind(model):
@@ -204,7 +327,8 @@ def compress_any(model, X_val, y_val=None, *, n_vectors=None, method="auto", X_t
         ``KernelRidge`` carry their own training rows).
     random_state : int or None
     n_init, max_iter : int
-        Reduced-set construction settings.
+        Reduced-set construction settings (with ``method="auto"`` cut by the work bound
+        where they exceed it: see Notes).
     lam_grid : sequence of float
         Ridge parameters tried on validation.
     timing : bool, default=False
@@ -221,7 +345,21 @@ def compress_any(model, X_val, y_val=None, *, n_vectors=None, method="auto", X_t
         ``budget``, ``n_vectors``, ``val_error`` (the selection criterion: RMSE,
         1 - agreement, projection error), ``agreement``, ``seconds``, ``status``,
         ``reason`` and the metrics ``rmse``, ``r2``, ``auc``, ``projection_error`` that
-        apply), ``chosen``, ``full_error``, ``full_n_vectors``, ``metric`` and ``messages``.
+        apply), ``chosen``, ``full_error``, ``full_n_vectors``, ``metric``, ``messages``
+        and, with ``method="auto"``, ``work`` (each budget's :class:`WorkPlan` numbers).
+
+    Notes
+    -----
+    With ``method="auto"`` the reduced-set chain is bounded by counts (no clock is read):
+    the whole call may do about ``L = max(WORK_RATIO * P, WORK_FLOOR)`` estimated kernel
+    evaluations (``P``: the Nyström peers' estimate, :func:`peer_work`); what is left
+    after the fixed work ``F`` (peers, refit, validation outputs), ``R = max(L - F,
+    WORK_FLOOR)``, goes to the construction and its refine: fewer restarts first (down
+    to one, leaving the refine its full iterations), then fewer fixed-point iterations
+    per vector (refused below :data:`CONSTRUCT_MIN_ITER`), the rest to the refine
+    (iterations cut in proportion, refused below ``SCREEN_ITER_FRACTION`` of
+    ``REFINE_MAX_ITER``): :func:`work_plan`. Each cut or
+    refusal is in its row's ``reason``. A method named explicitly runs unbounded.
     """
     owner = "compress"
     kind = model_kind(model)
@@ -274,18 +412,29 @@ def compress_any(model, X_val, y_val=None, *, n_vectors=None, method="auto", X_t
                                  y_val=t_val, fit_intercept=True)
         return res.expansion, f"lam={res.lam:g}"
 
-    def construct(m, name="construct"):
-        return reduce_expansion(psi, m, method=name, shared=shared, n_init=n_init,
-                                max_iter=max_iter, random_state=seed).expansion
+    def construct(m, name="construct", plan=None):
+        ni, mi = (n_init, max_iter) if plan is None else (plan.n_init, plan.max_iter)
+        return reduce_expansion(psi, m, method=name, shared=shared, n_init=ni,
+                                max_iter=mi, random_state=seed).expansion
+
+    bounded = method == "auto"  # a method named explicitly runs unbounded
+    n_fit = 0 if X_fit is None else X_fit.shape[0]
+    work = []  # each bounded budget's WorkPlan numbers (the report's "work")
 
     def run_budget(m):
         """Every candidate at budget ``m``: ``(rows, models)``."""
         rows, models, reduced = [], [], {}
+        plan = None
+        if bounded and m < psi.n_terms:
+            plan = work_plan(psi.n_terms, n_fit, X_val.shape[0], m, n_init, max_iter)
+            work.append(plan.as_dict(m))
+        notes = {"construct": plan.construct_note if plan else "",
+                 "construct+refine": plan.refine_note if plan else ""}
 
         def add(name, build):
             row = {"method": name, "variant": "", "budget": m, "n_vectors": 0,
                    "val_error": float("nan"), "agreement": float("nan"),
-                   "seconds": float("nan"), "status": "ok", "reason": ""}
+                   "seconds": float("nan"), "status": "ok", "reason": notes.get(name, "")}
             t0 = time.perf_counter() if timing else None
             try:
                 out = build()
@@ -307,13 +456,21 @@ def compress_any(model, X_val, y_val=None, *, n_vectors=None, method="auto", X_t
                                      f"{psi.n_terms} terms within the budget"))
         for name in ("construct", "construct+refine"):
             if name in methods and m < psi.n_terms:
+                if plan is not None and (plan.n_init == 0 if name == "construct"
+                                         else plan.refine_iter == 0):
+                    rows.append(_refused(name, m, notes[name]))
+                    models.append(None)
+                    continue
+
                 def build(name=name):
                     if name == "construct+refine" and "construct" in reduced:
                         # phase 2 from the construct row's set: construct(refine=True)
                         # starts from that same set (same seed), so it is not built twice
-                        reduced[name] = refine_phase2(psi, reduced["construct"]).expansion
+                        it = REFINE_MAX_ITER if plan is None else plan.refine_iter
+                        reduced[name] = refine_phase2(psi, reduced["construct"],
+                                                      max_iter=it).expansion
                         return _shell(kind, reduced[name], gpr), "refine of the construct set"
-                    reduced[name] = construct(m, name)
+                    reduced[name] = construct(m, name, plan)
                     return _shell(kind, reduced[name], gpr), ""
                 add(name, build)
 
@@ -324,6 +481,8 @@ def compress_any(model, X_val, y_val=None, *, n_vectors=None, method="auto", X_t
                 Z = reduced[src].vectors
             elif m >= psi.n_terms:
                 src, Z = "all", psi.vectors
+            elif plan is not None:  # the bounded construction failed
+                raise ValueError("no reduced set to take the vectors from (construct failed)")
             else:  # refit asked for alone: its vectors from a construction
                 src, Z = "construct", construct(m).vectors
             if gpr is not None and _has_variance_form(gpr):
@@ -342,8 +501,9 @@ def compress_any(model, X_val, y_val=None, *, n_vectors=None, method="auto", X_t
                             ("nystroem-kmeans", lambda: build_peer("kmeans"))):
             if name not in methods:
                 continue
-            if X_fit is None:
-                rows.append(_refused(name, m, note))
+            if X_fit is None or (name == "refit" and plan is not None and not plan.n_init):
+                rows.append(_refused(name, m, note if X_fit is None else
+                                     "work bound: the construction of its vectors is refused"))
                 models.append(None)
             else:
                 add(name, build)
@@ -392,6 +552,8 @@ def compress_any(model, X_val, y_val=None, *, n_vectors=None, method="auto", X_t
     best = models[chosen]
     metric = {"regressor": "RMSE" if y_val is not None else "RMSE against the original",
               "one-class": "1 - agreement of inlier calls", "kpca": "relative projection error"}
+    if work:
+        report["work"] = work
     best.compress_report_ = CompressReport({**report, "metric": metric[kind],
                                             "chosen": int(chosen), "rows": rows})
     return best
