@@ -52,7 +52,7 @@ AREAS = {
     "foundation": (("__init__.py", "_version.py", "_constraints.py", "_provenance.py",
                     "_apidoc.py", "config.py", "direct.py", "utils/"),
                    ("test_provenance.py", "test_apidoc.py", "test_robustness_foundation.py",
-                    "test_solver_restarts.py")),
+                    "test_solver_restarts.py", "test_validation*.py")),
     "kernels": (("backend.py", "kernels/"),
                 ("test_kernels*.py", "test_engine*.py", "test_backend*.py",
                  "test_torch_solvers.py")),
