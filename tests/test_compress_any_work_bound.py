@@ -92,28 +92,29 @@ def test_bound_holds_with_the_default_constants(krr, spies):
     assert by["construct+refine"]["status"] in ("ok", "chosen")
 
 
+def _with_floor(model, monkeypatch, sweeps, N=300, m=30):
+    """compress_any at ``m`` vectors with ``WORK_RATIO = 0`` and the floor at ``sweeps``
+    sweeps over ``[X; Z]`` of the ``N``-term original: the model and its rows by method."""
+    monkeypatch.setattr(_any, "WORK_FLOOR", sweeps * m * (N + m))
+    monkeypatch.setattr(_any, "WORK_RATIO", 0.0)
+    small = compress_any(model, Xva, yva, n_vectors=m, X_train=Xtr[SMALL],
+                         y_train=ytr[SMALL], random_state=0)
+    return small, {r["method"]: r for r in small.compress_report_["rows"]}
+
+
 def test_refusals_reach_the_report(krr_small, spies, monkeypatch):
     """A smaller floor and ratio: the refine is refused (its share would leave fewer than
     75 of its 300 iterations), then the construction (fewer than 10 fixed-point
     iterations per vector) and with it the refit; the peers still run."""
-    N, m = 300, 30
-    per_pass = m * (N + m)
-    monkeypatch.setattr(_any, "WORK_FLOOR", 50 * per_pass)
-    monkeypatch.setattr(_any, "WORK_RATIO", 0.0)
-    small = compress_any(krr_small, Xva, yva, n_vectors=m, X_train=Xtr[SMALL],
-                         y_train=ytr[SMALL], random_state=0)
-    by = {r["method"]: r for r in small.compress_report_["rows"]}
+    _, by = _with_floor(krr_small, monkeypatch, 50)
     assert spies["construct"][0][1:3] == (1, 50) and spies["refine"] == []
     assert "max_iter 200 -> 50" in by["construct"]["reason"]
     assert by["construct+refine"]["status"] == "refused"
     assert "leaves 0 of its 300 iterations, less than 25 %" in by["construct+refine"]["reason"]
     assert "name it in 'method'" in by["construct+refine"]["reason"]
 
-    monkeypatch.setattr(_any, "WORK_FLOOR", 9 * per_pass)
     spies["construct"].clear()
-    small = compress_any(krr_small, Xva, yva, n_vectors=m, X_train=Xtr[SMALL],
-                         y_train=ytr[SMALL], random_state=0)
-    by = {r["method"]: r for r in small.compress_report_["rows"]}
+    small, by = _with_floor(krr_small, monkeypatch, 9)
     assert spies["construct"] == []
     for name in ("construct", "construct+refine", "refit"):
         assert by[name]["status"] == "refused" and by[name]["reason"].startswith("work bound")
@@ -125,16 +126,9 @@ def test_refusals_reach_the_report(krr_small, spies, monkeypatch):
 def test_restarts_go_first_to_leave_the_refine_its_iterations(krr_small, spies, monkeypatch):
     """A share of 700 sweeps over [X; Z]: 5 starts x 200 + 300 refine iterations do not
     fit; 2 starts x 200 + 300 do (3 starts would leave the refine 100)."""
-    N, m = 300, 30
-    per_pass = m * (N + m)
-    monkeypatch.setattr(_any, "WORK_FLOOR", 700 * per_pass)
-    monkeypatch.setattr(_any, "WORK_RATIO", 0.0)
-    small = compress_any(krr_small, Xva, yva, n_vectors=m, X_train=Xtr[SMALL],
-                         y_train=ytr[SMALL], random_state=0)
+    _, by = _with_floor(krr_small, monkeypatch, 700)
     assert [c[1:3] for c in spies["construct"]] == [(2, 200)]
     assert [c[1] for c in spies["refine"]] == [300]
-    assert (2 * 200 + 300) * per_pass <= 700 * per_pass
-    by = {r["method"]: r for r in small.compress_report_["rows"]}
     assert "n_init 5 -> 2, max_iter 200 -> 200" in by["construct"]["reason"]
     assert by["construct+refine"]["reason"] == ""  # its full iterations
 
