@@ -332,3 +332,26 @@ def test_provenance_counts_each_cell_once_across_tables_in_one_process(tmp_path,
         for k in range(2):
             assert t3.get(f"c{k}", {}, 0, "key") == {"e": k}
     assert t3.provenance(total=2) == "2 of 2 cells computed in this run (2.0 min)"
+
+
+def test_an_entry_records_its_commit_but_is_not_keyed_on_it(tmp_path, monkeypatch):
+    """A fresh entry records the checkout's commit (git, computed here independently);
+    an entry of another commit with the same code key is still served (the code decides)."""
+    import subprocess
+    from pathlib import Path
+
+    import sparsekm
+
+    monkeypatch.setattr(cache_mod, "_FRESH", set())
+    root = Path(sparsekm.__file__).resolve().parents[2]
+    if not (root / ".git").exists():
+        pytest.skip("sparsekm is not run from a git checkout")
+    head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root, text=True,
+                          capture_output=True, check=True).stdout.strip()
+    path = tmp_path / "cache.json"
+    CellCache(path).put("banana/1/0.1/slmc", {"C": 1.0}, 0, "code1", {"error": 0.2})
+    entry, = json.loads(path.read_text())["entries"].values()
+    assert entry["commit"].split("+")[0] == head
+    monkeypatch.setattr(cache_mod, "_COMMIT", "0123456789ab")  # as if run elsewhere
+    cache_mod._FRESH.clear()
+    assert CellCache(path).get("banana/1/0.1/slmc", {"C": 1.0}, 0, "code1") == {"error": 0.2}

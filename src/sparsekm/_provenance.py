@@ -76,6 +76,15 @@ def _commit(root):
     return head + ("+dirty" if dirty.strip() else "") if head else None
 
 
+def source_commit(root=None):
+    """The commit of the git checkout sparsekm runs from (``root``: another checkout), as
+    :func:`stamp` records it: 12 hex digits, ``+dirty`` with uncommitted changes; None
+    when sparsekm is installed without a checkout."""
+    if root is None:
+        root = Path(__file__).resolve().parents[2]
+    return _commit(root) if (Path(root) / ".git").exists() else None
+
+
 def _versions():
     import numpy
     import scipy
@@ -127,8 +136,6 @@ def stamp(root=None, **extra):
     """
     from threadpoolctl import threadpool_info
 
-    if root is None:
-        root = Path(__file__).resolve().parents[2]
     pools = threadpool_info()
     blas = [{k: p.get(k) for k in ("internal_api", "version", "architecture", "num_threads",
                                    "threading_layer")}
@@ -144,7 +151,7 @@ def stamp(root=None, **extra):
     except (AttributeError, OSError):
         usable = None
     out = {
-        "commit": _commit(root) if (Path(root) / ".git").exists() else None,
+        "commit": source_commit(root),
         "versions": _versions(),
         "blas": blas or None,
         "blas_kernel": ",".join(kernels) or None,

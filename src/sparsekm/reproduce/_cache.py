@@ -29,6 +29,9 @@ BLAS kernels stay, as the values for those kernels. ``read=False`` (``sparsekm r
 
 The file is plain JSON with sorted keys (``{"format": 2, "entries": {key: entry}}``),
 rewritten atomically after each new cell so an interrupted run keeps what it finished.
+Each entry records, besides its key's parts, the commit of the checkout that computed it
+(``commit``, :func:`sparsekm._provenance.source_commit`; since session 10 of issue 39:
+older entries carry the code key only). The commit is provenance, never part of the key.
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._provenance import numpy_simd_signature
+from .._provenance import numpy_simd_signature, source_commit
 
 __all__ = ["CellCache", "blas_signature", "code_key", "data_fingerprint"]
 
@@ -123,6 +126,19 @@ _CACHED_COMPUTE = re.compile(r"cells from the cache \(computed .*?; ([0-9.]+) mi
 #: :func:`blas_signature` of this process, computed once (threadpoolctl's scan of the loaded
 #: libraries takes milliseconds; the kernel OpenBLAS picked cannot change in a process).
 _BLAS = None
+
+
+def _this_commit():
+    """The commit a freshly computed entry records (once per process): provenance only,
+    never part of the key (the key's ``code`` decides what may be served)."""
+    global _COMMIT
+    if _COMMIT is _UNSET:
+        _COMMIT = source_commit()
+    return _COMMIT
+
+
+_UNSET = object()
+_COMMIT = _UNSET
 
 
 def blas_signature():
@@ -259,7 +275,7 @@ class CellCache:
         blas = blas_signature()
         simd = numpy_simd_signature()
         entry = {"cell": cell, "params": json.loads(params_c), "seed": seed, "code": code,
-                 "blas": blas, "numpy_simd": simd, "computed": datetime.datetime.now(datetime.timezone.utc).strftime(
+                 "commit": _this_commit(), "blas": blas, "numpy_simd": simd, "computed": datetime.datetime.now(datetime.timezone.utc).strftime(
                      "%Y-%m-%dT%H:%M:%SZ"),
                  "seconds": None if seconds is None else round(float(seconds), 3),
                  "value": json.loads(_canonical(value))}
