@@ -70,7 +70,13 @@ from ..models.expansion_models import (
 from ..reduced_set.construction import refine as refine_phase2
 from ..reduced_set.reduction import reduce_expansion
 from ..utils.validation import check_array, check_scalar
-from ._candidates import REFINE_MAX_ITER, SCREEN_ITER_FRACTION, WORK_FLOOR, WORK_RATIO
+from ._candidates import (
+    KMEANS_PASSES,
+    REFINE_MAX_ITER,
+    SCREEN_ITER_FRACTION,
+    WORK_FLOOR,
+    WORK_RATIO,
+)
 from ._report import CompressReport
 
 __all__ = ["compress_any", "model_kind", "is_any_model", "ANY_METHODS", "LAM_GRID",
@@ -84,9 +90,6 @@ ANY_METHODS = ("construct", "construct+refine", "refit", "nystroem-uniform", "ny
 DEFAULT_TOLERANCE = 0.01
 #: Ridge parameters tried on validation (plus the original's own, where it has one).
 LAM_GRID = tuple(float(v) for v in 10.0 ** np.arange(-6, 3))
-#: Passes over the training rows the k-means peer's landmarks are estimated to cost (the
-#: classifier search's estimate of the same landmarks, ``_candidates._FixedZLinear.cost``).
-KMEANS_PASSES = 10.0
 #: The bounded construction is refused when its share leaves fewer fixed-point iterations
 #: per vector than this (one start). Measured on the large cells (issue 36): 15 to 99
 #: iterations gave refit vectors as good as the default 5 starts x 200.

@@ -60,6 +60,9 @@ WORK_RATIO = 3.0
 #: the peer's own estimate on USPS at 1,000 vectors, 9.3e7, took 34 CPU s, so 30 s is
 #: about 8e7 of them). Counts, never seconds: no clock is read.
 WORK_FLOOR = 8e7
+#: Passes over the training rows the k-means landmarks are estimated to cost (the k-means
+#: peer's cost estimate here and in ``_any.peer_work``).
+KMEANS_PASSES = 10.0
 #: select-l1 with separate sets refuses below this many vectors per binary machine: an
 #: L1 path cut at a handful of support vectors per pair keeps no usable machine (84 % test
 #: error at 5 per pair on a one-vs-one SVC, 64 % on USPS at 25 per class).
@@ -634,7 +637,7 @@ class _FixedZLinear(_Direct):
         n = problem.n_train if fidelity.rows is None else \
             min(problem.n_train, max(fidelity.rows, 4 * n_vectors))
         n_C = len(C_GRID) if fidelity.n_C is None else fidelity.n_C
-        landmark = {"kmeans": 10.0, "uniform": 0.0, "greedy": 2.0}[self.kind]
+        landmark = {"kmeans": KMEANS_PASSES, "uniform": 0.0, "greedy": 2.0}[self.kind]
         return float(n * n_vectors * (1.0 + landmark + n_C))
 
 
