@@ -14,29 +14,36 @@ libraries), and keep the commits whose key equals the entry's.
 
 Each entry then gets::
 
-    "code_commits": {"first": "<12 hex>", "last": "<12 hex>", "n": 7,
-                     "contiguous": true, "order": "git rev-list --date-order <ref>",
+    "code_commits": {"first": "<12 hex>", "last": "<12 hex>", "n": 53, "contiguous": true,
+                     "searched": "first-parent history of <12 hex>",
                      "libraries": "numpy=2.4.6;scipy=1.17.1;scikit-learn=1.9.1",
                      "recovered_by": "tools/backfill_cache_provenance.py"}
 
-``first`` and ``last`` are the oldest and newest commit (in ``order``, oldest first, over
-the commits searched) whose ``src`` gives the entry's code key with the ``libraries``
-named; ``n`` counts them and ``contiguous`` says no commit between them gives another key.
-It is *not* a ``commit``: which of those commits (or an uncommitted tree with the same
-code) the computing checkout was is not known; the code that computed the entry is the
-code of every one of them. An entry whose key no searched commit gives gets
-``"code_commits": null`` and is reported. The match also confirms the library versions:
+``first`` and ``last`` are the oldest and newest commit of the first-parent history of
+``--ref`` (``git rev-list --first-parent``: the branch's own line, merges as one step)
+whose ``src`` gives the entry's code key under the ``libraries`` named; ``n`` counts them
+and ``contiguous`` says that every commit of that line between them gives the key too.
+Commits of merged side branches can give the same key (they share the code); they are
+searched, in date order over all commits (``"searched": "all commits of ..., date
+order"``), only for a key that no first-parent commit gives.
+
+The record is *not* a ``commit``: which of those commits (or an uncommitted tree with the
+same code) the computing checkout was is not known; the code that computed the entry is
+the code of every one of them. An entry whose key no searched commit gives gets
+``"code_commits": null`` and is reported. A match also confirms the library versions:
 the key hashes them, so a match under this interpreter's versions means the entry was
 computed under the same versions.
 
 The search starts at the commits within ``--margin-hours`` of the entries' ``computed``
 timestamps and widens (by the same margin) while a key's match touches an edge of the
-window, so ``first`` / ``last`` are the true ends of each run. Keys per commit can be
-memoised in ``--keys FILE`` (JSON ``{sha: {method: key}}``) so a rerun costs nothing.
+window, so ``first`` / ``last`` are the ends of each run (a key that comes back after a
+run of other keys beyond the window would be missed: code keys hash the code, so that
+needs the same code again). Keys per commit can be memoised in ``--keys FILE`` (JSON
+``{sha: {method: key}}``) so that a rerun costs nothing.
 
 Usage::
 
-    python tools/backfill_cache_provenance.py [CACHE ...] [--ref main] [--write]
+    python tools/backfill_cache_provenance.py [CACHE ...] [--ref main] [--keys FILE] [--write]
 
 Without ``--write`` the tool only reports; with it each cache file is rewritten (sorted
 keys, ``indent=1``, as :class:`~sparsekm.reproduce._cache.CellCache` writes it). Entries that
@@ -91,10 +98,12 @@ def _git(*args, repo=ROOT):
                           check=True).stdout
 
 
-def commits(ref="HEAD", repo=ROOT):
-    """``[(sha, committer datetime)]`` reachable from ``ref``, oldest first (date order)."""
+def commits(ref="HEAD", repo=ROOT, first_parent=True):
+    """``[(sha, committer datetime)]`` of ``ref``'s history, oldest first: its first-parent
+    line, or (``first_parent=False``) every commit reachable, in date order."""
+    how = ["--first-parent"] if first_parent else ["--date-order"]
     out = []
-    for line in _git("rev-list", "--date-order", "--reverse", "--format=%H %cI", ref,
+    for line in _git("rev-list", *how, "--reverse", "--format=%H %cI", ref,
                      repo=repo).splitlines():
         if line.startswith("commit "):
             continue
@@ -149,11 +158,10 @@ def match_runs(order, keys, method, code):
     return hits, contiguous
 
 
-def search(pairs, stamps, *, ref="HEAD", repo=ROOT, margin_hours=24.0, memo=None,
-           python=sys.executable, log=print):
-    """Compute keys over a widening window of commits until every pair's matches are
+def search(pairs, stamps, history, *, repo=ROOT, margin_hours=24.0, memo=None,
+            python=sys.executable, log=print):
+    """Compute keys over a widening window of ``history`` until every pair's matches are
     bounded by commits of another key (or the ends of history). Returns (order, keys)."""
-    history = commits(ref, repo)
     order = [sha for sha, _ in history]
     keys = {} if memo is None else memo
     methods = sorted({m for m, _ in pairs})
@@ -185,14 +193,33 @@ def search(pairs, stamps, *, ref="HEAD", repo=ROOT, margin_hours=24.0, memo=None
             hi = max(hi + 1, max(i for i, (_, tt) in enumerate(history) if tt <= t))
 
 
-def code_commits(order, keys, method, code, ref, libraries):
+def code_commits(order, keys, method, code, searched, libraries):
     """The ``code_commits`` record of a (method, code) pair, or None when no commit gives it."""
     hits, contiguous = match_runs(order, keys, method, code)
     if not hits:
         return None
     return {"first": order[hits[0]][:12], "last": order[hits[-1]][:12], "n": len(hits),
-            "contiguous": contiguous, "order": f"git rev-list --date-order {ref}",
-            "libraries": libraries, "recovered_by": "tools/backfill_cache_provenance.py"}
+            "contiguous": contiguous, "searched": searched, "libraries": libraries,
+            "recovered_by": "tools/backfill_cache_provenance.py"}
+
+
+def recover(pairs, stamps, *, ref="HEAD", repo=ROOT, margin_hours=24.0, memo=None,
+            python=sys.executable, log=print):
+    """``{(method, code): record or None}``: first-parent history first, then every commit
+    for the keys that no first-parent commit gives."""
+    tip = _git("rev-parse", ref, repo=repo).strip()
+    libraries = library_versions()
+    kw = dict(repo=repo, margin_hours=margin_hours, memo=memo, python=python, log=log)
+    order, keys = search(pairs, stamps, commits(tip, repo), **kw)
+    records = {pair: code_commits(order, keys, *pair, f"first-parent history of {tip[:12]}",
+                                  libraries) for pair in pairs}
+    rest = [pair for pair, rec in records.items() if rec is None]
+    if rest:
+        order, keys = search(rest, stamps, commits(tip, repo, first_parent=False), **kw)
+        for pair in rest:
+            records[pair] = code_commits(order, keys, *pair,
+                                         f"all commits of {tip[:12]}, date order", libraries)
+    return records
 
 
 def backfill(paths, *, ref="HEAD", repo=ROOT, margin_hours=24.0, memo=None, write=False,
@@ -202,19 +229,16 @@ def backfill(paths, *, ref="HEAD", repo=ROOT, margin_hours=24.0, memo=None, writ
     Returns ``{path: {(method, code): (record or None, n entries)}}``.
     """
     caches = {Path(p): json.loads(Path(p).read_text(encoding="utf-8")) for p in paths}
-    pairs, stamps = {}, []
+    pairs, stamps = set(), []
     for data in caches.values():
         for pair, ks in entry_pairs(data["entries"]).items():
-            pairs.setdefault(pair, 0)
-            pairs[pair] += len(ks)
+            pairs.add(pair)
             stamps += [datetime.datetime.strptime(data["entries"][k]["computed"],
                                                   "%Y-%m-%dT%H:%M:%S%z") for k in ks]
     if not pairs:
         return {}
-    order, keys = search(pairs, stamps, ref=ref, repo=repo, margin_hours=margin_hours,
-                         memo=memo, python=python, log=log)
-    libraries = library_versions()
-    records = {pair: code_commits(order, keys, *pair, ref, libraries) for pair in pairs}
+    records = recover(sorted(pairs), stamps, ref=ref, repo=repo, margin_hours=margin_hours,
+                      memo=memo, python=python, log=log)
     report = {}
     for path, data in caches.items():
         report[path] = {}
