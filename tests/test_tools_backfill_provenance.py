@@ -101,7 +101,8 @@ def test_the_commits_giving_each_key_on_a_known_history(backfill, toy, tmp_path)
         (shas[0][:12], shas[8][:12], 4, False)
     k7 = out["f"]["code_commits"]  # on no first-parent commit: found among all commits
     assert (k7["first"], k7["last"], k7["n"], k7["searched"]) == \
-        (shas[7][:12], shas[7][:12], 1, f"all commits of {shas[8][:12]}, date order")
+        (shas[7][:12], shas[7][:12], 1,
+         f"first-parent history of {shas[7][:12]}, a side line merged into {shas[8][:12]}")
     assert out["d"]["code_commits"] is None
     assert "code_commits" not in out["e"] and out["e"]["commit"] == "0123456789ab"
     assert report[cache][("svm", "k9")] == (None, 1)

@@ -24,8 +24,9 @@ Each entry then gets::
 whose ``src`` gives the entry's code key under the ``libraries`` named; ``n`` counts them
 and ``contiguous`` says that every commit of that line between them gives the key too.
 Commits of merged side branches can give the same key (they share the code); they are
-searched, in date order over all commits (``"searched": "all commits of ..., date
-order"``), only for a key that no first-parent commit gives.
+searched only for a key that no first-parent commit gives: among all commits (date
+order), and the record is then the run on the first-parent line of the newest commit
+found (``"searched": "first-parent history of <side>, a side line merged into <tip>"``).
 
 The record is *not* a ``commit``: which of those commits (or an uncommitted tree with the
 same code) the computing checkout was is not known; the code that computed the entry is
@@ -209,16 +210,23 @@ def recover(pairs, stamps, *, ref="HEAD", repo=ROOT, margin_hours=24.0, memo=Non
     for the keys that no first-parent commit gives."""
     tip = _git("rev-parse", ref, repo=repo).strip()
     libraries = library_versions()
+    memo = {} if memo is None else memo  # shared by the searches below
     kw = dict(repo=repo, margin_hours=margin_hours, memo=memo, python=python, log=log)
     order, keys = search(pairs, stamps, commits(tip, repo), **kw)
     records = {pair: code_commits(order, keys, *pair, f"first-parent history of {tip[:12]}",
                                   libraries) for pair in pairs}
     rest = [pair for pair, rec in records.items() if rec is None]
-    if rest:
+    if rest:  # keys of side branches: found among all commits, told on their own line
         order, keys = search(rest, stamps, commits(tip, repo, first_parent=False), **kw)
         for pair in rest:
-            records[pair] = code_commits(order, keys, *pair,
-                                         f"all commits of {tip[:12]}, date order", libraries)
+            hits, _ = match_runs(order, keys, *pair)
+            if not hits:
+                continue
+            side = order[hits[-1]]
+            line, keys = search([pair], stamps, commits(side, repo), **kw)
+            records[pair] = code_commits(line, keys, *pair, f"first-parent history of "
+                                         f"{side[:12]}, a side line merged into {tip[:12]}",
+                                         libraries)
     return records
 
 
