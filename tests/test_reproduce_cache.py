@@ -355,3 +355,25 @@ def test_an_entry_records_its_commit_but_is_not_keyed_on_it(tmp_path, monkeypatc
     monkeypatch.setattr(cache_mod, "_COMMIT", "0123456789ab")  # as if run elsewhere
     cache_mod._FRESH.clear()
     assert CellCache(path).get("banana/1/0.1/slmc", {"C": 1.0}, 0, "code1") == {"error": 0.2}
+
+
+def test_an_entry_with_recovered_code_commits_is_served_and_kept(tmp_path, monkeypatch):
+    """``code_commits`` (written by tools/backfill_cache_provenance.py on older entries) is
+    read as it is: the entry is still served under its key and a later put keeps it."""
+    monkeypatch.setattr(cache_mod, "_FRESH", set())
+    path = tmp_path / "cache.json"
+    CellCache(path).put("banana/1/0.1/slmc", {"C": 1.0}, 0, "code1", {"error": 0.2})
+    data = json.loads(path.read_text())
+    (key, entry), = data["entries"].items()
+    del entry["commit"]
+    rec = {"first": "0123456789ab", "last": "ba9876543210", "n": 2, "contiguous": True,
+           "order": "git rev-list --date-order HEAD", "libraries": "numpy=x;scipy=y",
+           "recovered_by": "tools/backfill_cache_provenance.py"}
+    entry["code_commits"] = rec
+    path.write_text(json.dumps(data))
+    cache_mod._FRESH.clear()
+    cache = CellCache(path)
+    assert cache.get("banana/1/0.1/slmc", {"C": 1.0}, 0, "code1") == {"error": 0.2}
+    assert "1 of 1 cells from the cache" in cache.provenance()
+    cache.put("banana/2/0.1/slmc", {"C": 1.0}, 0, "code1", {"error": 0.3})
+    assert json.loads(path.read_text())["entries"][key]["code_commits"] == rec

@@ -30,8 +30,14 @@ BLAS kernels stay, as the values for those kernels. ``read=False`` (``sparsekm r
 The file is plain JSON with sorted keys (``{"format": 2, "entries": {key: entry}}``),
 rewritten atomically after each new cell so an interrupted run keeps what it finished.
 Each entry records, besides its key's parts, the commit of the checkout that computed it
-(``commit``, :func:`sparsekm._provenance.source_commit`; since session 10 of issue 39:
-older entries carry the code key only). The commit is provenance, never part of the key.
+(``commit``, :func:`sparsekm._provenance.source_commit`; since session 10 of issue 39).
+Older entries carry instead ``code_commits`` (``{"first", "last", "n", "contiguous",
+"order", "libraries", "recovered_by"}``), recovered afterwards by
+``tools/backfill_cache_provenance.py``: the first and last commit (in ``order``) whose
+source gives the entry's code key under the ``libraries`` named, i.e. the commits whose
+code is exactly the code that computed the entry. It does not say which checkout ran it
+(``null``: no commit searched gives the key). Neither field is part of the key, and the
+cache reads and keeps both as they are.
 """
 
 from __future__ import annotations

@@ -5,9 +5,12 @@ Every (data set, split, ratio, method) result is cached in a keyed cell cache
 (:mod:`sparsekm.reproduce._cache`; the CLI uses
 ``benchmarks/results/slmc_reproduction_cache.json``) so that Tables 1-3 share runs and an
 interrupted reproduction resumes where it stopped; the key covers the code, every
-parameter and the seed, so no stale cell is ever used. Kernel: ``k(x, y) = exp(-gamma ||x - y||^2)``
-(eq. 48); USPS ``gamma = 1/128, C = 10``; IDA ``gamma = 1/sigma`` with Rätsch's
-``(C, sigma)``.
+parameter and the seed, so no stale cell is ever used. Each entry names the code that
+computed it: ``commit`` (the computing checkout) or, for entries written before the cache
+recorded it, ``code_commits`` (the first and last commit whose code gives the entry's code
+key, recovered by ``tools/backfill_cache_provenance.py``; see :mod:`._cache`).
+Kernel: ``k(x, y) = exp(-gamma ||x - y||^2)`` (eq. 48); USPS ``gamma = 1/128, C = 10``;
+IDA ``gamma = 1/sigma`` with Rätsch's ``(C, sigma)``.
 """
 
 from __future__ import annotations
@@ -78,7 +81,10 @@ other parameters, another seed or under another BLAS kernel is never used, and a
 recomputes. `--no-cache` recomputes every cell (the same tables under the same BLAS kernel);
 `--cached-only` computes nothing and prints "n/a" for a cell without an entry. Each table's
 command line says how many cells came from the cache, when, with which code key and under
-which BLAS kernel they were computed. The time to compute every cell from scratch is in the
+which BLAS kernel they were computed. Each entry also names the code that computed it:
+`commit` (the computing checkout) or, for entries written before that was recorded,
+`code_commits` (the first and last commit whose code gives the entry's code key, recovered
+by `tools/backfill_cache_provenance.py`). The time to compute every cell from scratch is in the
 generated [run times](#run-times); `--datasets banana,titanic` runs the tables for some
 columns only, so a long regeneration can be done in pieces.
 
