@@ -377,3 +377,20 @@ def test_an_entry_with_recovered_code_commits_is_served_and_kept(tmp_path, monke
     assert "1 of 1 cells from the cache" in cache.provenance()
     cache.put("banana/2/0.1/slmc", {"C": 1.0}, 0, "code1", {"error": 0.3})
     assert json.loads(path.read_text())["entries"][key]["code_commits"] == rec
+
+
+def test_a_put_keeps_the_files_other_top_level_blocks(tmp_path, monkeypatch):
+    """A kernel cache carries a top-level ``provenance`` block beside ``format`` and
+    ``entries``; writing a fresh cell keeps it as it was (it used to be dropped, and the
+    file then failed the results files' provenance check)."""
+    monkeypatch.setattr(cache_mod, "_FRESH", set())
+    path = tmp_path / "cache.json"
+    CellCache(path).put("banana/1/0.1/slmc", {"C": 1.0}, 0, "code1", {"error": 0.2})
+    data = json.loads(path.read_text())
+    block = {"commit": "0123456789ab", "blas_kernel": "Prescott"}
+    data["provenance"] = block
+    path.write_text(json.dumps(data))
+    CellCache(path).put("banana/2/0.1/slmc", {"C": 1.0}, 0, "code1", {"error": 0.3})
+    after = json.loads(path.read_text())
+    assert after["provenance"] == block and len(after["entries"]) == 2
+    assert set(after) == {"format", "entries", "provenance"}

@@ -245,10 +245,14 @@ class CellCache:
             del self.hits[n_hits:], self.computed[n_computed:]
             self._counted = counted
 
-    def _load(self):
+    def _read(self):
+        """The file's JSON object (``{}`` when there is none)."""
         if self.path is None or not self.path.exists():
             return {}
-        data = json.loads(self.path.read_text(encoding="utf-8"))
+        return json.loads(self.path.read_text(encoding="utf-8"))
+
+    def _load(self, data=None):
+        data = self._read() if data is None else data
         if data.get("format") != FORMAT:  # an old, unkeyed cache: nothing in it is usable
             return {}
         return dict(data.get("entries", {}))
@@ -295,7 +299,12 @@ class CellCache:
         # lock. Only the file's entries are kept besides it -- never the ones this process
         # read earlier -- so an entry another process has superseded stays deleted.
         with _file_lock(self.path):
-            on_disk = self._load()
+            data = self._read()
+            on_disk = self._load(data)
+            # the file's other top-level blocks (e.g. a kernel cache's ``provenance``) are
+            # kept as they are
+            extra = {k: v for k, v in data.items() if k not in ("format", "entries")} \
+                if data.get("format") == FORMAT else {}
             merged = {k: e for k, e in on_disk.items()
                       if not (e.get("cell") == cell and e.get("seed") == seed
                               and _canonical(e.get("params")) == params_c and k != key
@@ -304,8 +313,8 @@ class CellCache:
             merged[key] = entry
             self.entries = merged
             tmp = self.path.with_suffix(self.path.suffix + f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps({"format": FORMAT, "entries": merged}, indent=1,
-                                      sort_keys=True) + "\n", encoding="utf-8")
+            tmp.write_text(json.dumps({**extra, "format": FORMAT, "entries": merged},
+                                      indent=1, sort_keys=True) + "\n", encoding="utf-8")
             tmp.replace(self.path)
 
     @staticmethod
