@@ -394,3 +394,39 @@ def test_a_put_keeps_the_files_other_top_level_blocks(tmp_path, monkeypatch):
     after = json.loads(path.read_text())
     assert after["provenance"] == block and len(after["entries"]) == 2
     assert set(after) == {"format", "entries", "provenance"}
+
+
+def test_a_table_names_the_commit_of_its_code(tmp_path, monkeypatch):
+    """The provenance line of cached cells names the commit that computed them (``commit``)
+    or, for older entries, their recovered range (``code_commits``); a fresh block names the checkout's commit
+    (git, asked here independently)."""
+    import subprocess
+    from pathlib import Path
+
+    import sparsekm
+    from sparsekm.reproduce import Result
+
+    monkeypatch.setattr(cache_mod, "_FRESH", set())
+    monkeypatch.setattr(cache_mod, "_COMMIT", "0123456789ab")
+    path = tmp_path / "cache.json"
+    CellCache(path).put("a", {}, 0, "key1", {"e": 1}, seconds=6.0)
+    CellCache(path).put("b", {}, 0, "key1", {"e": 2}, seconds=6.0)
+    data = json.loads(path.read_text())
+    older = next(e for e in data["entries"].values() if e["cell"] == "b")
+    del older["commit"]
+    older["code_commits"] = {"first": "aaaaaaa111", "last": "bbbbbbb222"}
+    path.write_text(json.dumps(data))
+    cache_mod._FRESH.clear()
+    c = CellCache(path)
+    assert c.get("a", {}, 0, "key1") == {"e": 1} and c.get("b", {}, 0, "key1") == {"e": 2}
+    text = c.provenance()
+    assert "(the code of commits 0123456, aaaaaaa..bbbbbbb)" in text
+    assert CellCache.cached_seconds(text) == pytest.approx(12.0)  # still parsed
+    root = Path(sparsekm.__file__).resolve().parents[2]
+    if not (root / ".git").exists():
+        pytest.skip("sparsekm is not run from a git checkout")
+    head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root, text=True,
+                          capture_output=True, check=True).stdout.strip()
+    rec = record_from_result(Result("t", "T", "| a |", seconds=0.2), Context(out_dir=tmp_path),
+                             tmp_path, date="2026-01-01")
+    assert f"· 2026-01-01 at commit {head}" in rec.block

@@ -126,6 +126,23 @@ def code_key(*objs):
     return h.hexdigest()[:16]
 
 
+def _code_commits(entries):
+    """`` (the code of commit(s) ...)`` for the entries' ``commit`` or, on older entries,
+    their recovered ``code_commits`` range (``first..last``); empty when none records one."""
+    seen = set()
+    for e in entries:
+        c = e.get("commit")
+        if c:
+            seen.add(str(c)[:7] + ("+dirty" if str(c).endswith("+dirty") else ""))
+            continue
+        r = e.get("code_commits") or {}
+        if r.get("first") and r.get("last"):
+            seen.add(f"{str(r['first'])[:7]}..{str(r['last'])[:7]}")
+    if not seen:
+        return ""
+    return f" (the code of commit{'s' if len(seen) > 1 else ''} {', '.join(sorted(seen))})"
+
+
 #: The part of a :meth:`CellCache.provenance` line that gives the cached cells' compute time.
 _CACHED_COMPUTE = re.compile(r"cells from the cache \(computed .*?; ([0-9.]+) min of compute then\)")
 
@@ -338,10 +355,12 @@ class CellCache:
             kernels = sorted({lib.rsplit(":", 1)[-1] for e in self.hits
                               for lib in (e.get("blas") or "?:?").split("+")})
             simd = sorted({e.get("numpy_simd") or "?" for e in self.hits})
+            by = _code_commits(self.hits)
             parts.append(f"{n_hit} of {total} cells from the cache (computed {when} with code "
-                         f"key{'s' if len(codes) > 1 else ''} {', '.join(codes)} under BLAS "
-                         f"kernel{'s' if len(kernels) > 1 else ''} {', '.join(kernels)} and "
-                         f"numpy SIMD {', '.join(simd)}; {secs / 60:.1f} min of compute then)")
+                         f"key{'s' if len(codes) > 1 else ''} {', '.join(codes)}{by} under "
+                         f"BLAS kernel{'s' if len(kernels) > 1 else ''} {', '.join(kernels)} "
+                         f"and numpy SIMD {', '.join(simd)}; {secs / 60:.1f} min of compute "
+                         "then)")
         if n_new:
             secs = sum(e.get("seconds") or 0.0 for e in self.computed)
             parts.append(f"{n_new} of {total} cells computed in this run ({secs / 60:.1f} min)")

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._provenance import source_commit
 from . import Result, Section, Target, section_of
 from ._cache import CellCache
 
@@ -147,9 +148,11 @@ def record_from_result(res: Result, ctx, results_dir, date=None):
     date = date or datetime.date.today().isoformat()
     title = res.title + (" (--quick: smoke-test sizes, not comparable to the paper)"
                          if ctx.quick else "")
-    when = f"run time {_fmt_seconds(res.seconds)} · {date}"
+    commit = source_commit()
+    at = f" at commit {commit}" if commit else ""
+    when = f"run time {_fmt_seconds(res.seconds)} · {date}{at}"
     if res.provenance:  # cached cells: say where they come from, not "0 s" and today's date
-        when = f"{res.provenance}; this run {_fmt_seconds(res.seconds)} on {date}"
+        when = f"{res.provenance}; this run {_fmt_seconds(res.seconds)} on {date}{at}"
     lines = [f"<!-- sparsekm:begin {res.name} -->", f"### {title}", "",
              f"Command: `{command_line(res.name, ctx)}` · {when}", ""]
     if res.intro:
@@ -562,7 +565,10 @@ def run_all(registry, names, ctx, *, results_path=None, echo=print, keep_going=T
             which = ("all" if len(fresh) == len(registry) else
                      f"{len(fresh)} of {len(registry)}")
             listed = "" if which == "all" else f" ({', '.join(f'`{n}`' for n in fresh)})"
-            info = (f"Last run: {started}, re-ran {which} reproductions{listed} in "
+            commit = source_commit()
+            info = (f"Last run: {started}"
+                    + (f" at commit {commit}" if commit else "")
+                    + f", re-ran {which} reproductions{listed} in "
                     f"{_fmt_seconds(elapsed)}"
                     + (f", load average {load:.1f} at the start" if load is not None else "")
                     + f"; seed {ctx.seed}" + (", --quick" if ctx.quick else "") + ".")

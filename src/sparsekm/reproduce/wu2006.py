@@ -81,7 +81,8 @@ other parameters, another seed or under another BLAS kernel is never used, and a
 recomputes. `--no-cache` recomputes every cell (the same tables under the same BLAS kernel);
 `--cached-only` computes nothing and prints "n/a" for a cell without an entry. Each table's
 command line says how many cells came from the cache, when, with which code key and under
-which BLAS kernel they were computed. Each entry also names the code that computed it:
+which BLAS kernel they were computed, and by the code of which commits (since session 11;
+the tables below were rendered before). Each entry also names the code that computed it:
 `commit` (the computing checkout) or, for entries written before that was recorded,
 `code_commits` (the first and last commit whose code gives the entry's code key, recovered
 by `tools/backfill_cache_provenance.py`). The time to compute every cell from scratch is in the
