@@ -137,3 +137,30 @@ def test_a_recovered_range_gives_the_entrys_key(backfill):
     keys = {sha: backfill.keys_at(sha, ["svm"])["svm"] for sha in (order[i - 1], first, last)}
     assert keys[first] == keys[last] == entry["code"]
     assert keys[order[i - 1]] != entry["code"]
+
+
+def test_stamp_gives_a_cache_file_its_block_once(backfill, tmp_path):
+    """``--stamp``: a cache file without a top-level block gets the commit that last wrote
+    it (git log, asked here independently) and the entries' own commits and ranges; a
+    file that has a block is left as it is, and the entries are not touched."""
+    repo = tmp_path / "r"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    f = repo / "cache.json"
+    entries = {"a": _entry("k1", "2026-01-01T00:00:00Z", commit="0123456789ab"),
+               "b": _entry("k2", "2026-01-01T00:00:00Z",
+                           code_commits={"first": "aaa", "last": "bbb"}),
+               "c": _entry("k2", "2026-01-01T00:00:00Z",
+                           code_commits={"first": "aaa", "last": "bbb"})}
+    f.write_text(json.dumps({"format": 2, "entries": entries}))
+    _git(repo, "add", "cache.json")
+    _git(repo, "commit", "-qm", "cache")
+    head = _git(repo, "log", "-1", "--format=%h", "--", "cache.json")
+    assert backfill.stamp([f], repo=repo) == [f]
+    block = json.loads(f.read_text())["provenance"]
+    assert block["commit"] == head
+    assert (block["entries_with_commit"], block["entries_with_code_commits"]) == (1, 2)
+    assert block["entry_commits"] == ["0123456789ab"]
+    assert block["entry_code_commit_ranges"] == ["aaa..bbb"]
+    assert backfill.stamp([f], repo=repo) == []  # once
+    assert json.loads(f.read_text())["entries"] == entries

@@ -45,10 +45,14 @@ needs the same code again). Keys per commit can be memoised in ``--keys FILE`` (
 Usage::
 
     python tools/backfill_cache_provenance.py [CACHE ...] [--ref main] [--keys FILE] [--write]
+    python tools/backfill_cache_provenance.py [CACHE ...] --stamp
 
 Without ``--write`` the tool only reports; with it each cache file is rewritten (sorted
 keys, ``indent=1``, as :class:`~sparsekm.reproduce._cache.CellCache` writes it). Entries that
-already carry ``commit`` (computed since the cache records it) are left alone.
+already carry ``commit`` (computed since the cache records it) are left alone. With
+``--stamp`` a file without a top-level ``provenance`` block gets one (:func:`file_block`:
+the commit that last wrote the file, and the entries' own commits and recovered ranges);
+:class:`~sparsekm.reproduce._cache.CellCache` keeps such a block on later writes.
 """
 
 from __future__ import annotations
@@ -230,6 +234,44 @@ def recover(pairs, stamps, *, ref="HEAD", repo=ROOT, margin_hours=24.0, memo=Non
     return records
 
 
+def file_block(data, commit):
+    """A top-level ``provenance`` block for a cache file that has none: ``commit`` is the
+    commit that last wrote the file (as ``tools/restamp_results.py`` records it for a
+    results file), and the block says where each entry's own code is named (its ``commit``
+    or recovered ``code_commits``), with the ranges found."""
+    entries = data.get("entries", {}).values()
+    own = sorted({str(e["commit"]) for e in entries if e.get("commit")})
+    ranges = sorted({f"{e['code_commits']['first']}..{e['code_commits']['last']}"
+                     for e in entries if not e.get("commit") and e.get("code_commits")})
+    return {"commit": commit,
+            "commit_is": "the commit that last wrote this file (git log); the code that "
+                         "computed each entry is named by the entry: its commit, or the "
+                         "code_commits range recovered by tools/backfill_cache_provenance.py",
+            "entries_with_commit": sum(1 for e in entries if e.get("commit")),
+            "entries_with_code_commits": sum(1 for e in entries if not e.get("commit")
+                                             and e.get("code_commits")),
+            "entry_commits": own, "entry_code_commit_ranges": ranges}
+
+
+def stamp(paths, repo=ROOT):
+    """Give each cache file in ``paths`` without a top-level ``provenance`` block the block
+    of :func:`file_block` (nothing searched, nothing recomputed); returns the files
+    changed."""
+    changed = []
+    for path in map(Path, paths):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if "provenance" in data:
+            continue
+        rel = path.resolve().relative_to(Path(repo).resolve()).as_posix()
+        commit = _git("log", "-1", "--format=%h", "--", rel, repo=repo).strip() or None
+        data["provenance"] = file_block(data, commit)
+        tmp = path.with_suffix(path.suffix + ".stamp.tmp")
+        tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        tmp.replace(path)
+        changed.append(path)
+    return changed
+
+
 def backfill(paths, *, ref="HEAD", repo=ROOT, margin_hours=24.0, memo=None, write=False,
              python=sys.executable, log=print):
     """Find and (``write``) record ``code_commits`` for every entry without ``commit``.
@@ -268,7 +310,14 @@ def main(argv=None):
     ap.add_argument("--margin-hours", type=float, default=24.0)
     ap.add_argument("--keys", help="JSON memo of {sha: {method: key}} (read and updated)")
     ap.add_argument("--write", action="store_true", help="rewrite the cache files")
+    ap.add_argument("--stamp", action="store_true",
+                    help="only give files without one a top-level provenance block "
+                         "(file_block; nothing searched)")
     args = ap.parse_args(argv)
+    if args.stamp:
+        for path in stamp(args.caches):
+            print(f"stamped {path}")
+        return 0
     memo = {}
     if args.keys and Path(args.keys).exists():
         memo = json.loads(Path(args.keys).read_text())
