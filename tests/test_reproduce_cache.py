@@ -427,6 +427,7 @@ def test_a_table_names_the_commit_of_its_code(tmp_path, monkeypatch):
         pytest.skip("sparsekm is not run from a git checkout")
     head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root, text=True,
                           capture_output=True, check=True).stdout.strip()
+    monkeypatch.setattr(cache_mod, "_COMMIT", cache_mod._UNSET)  # asked of git again
     rec = record_from_result(Result("t", "T", "| a |", seconds=0.2), Context(out_dir=tmp_path),
                              tmp_path, date="2026-01-01")
     assert f"· 2026-01-01 at commit {head}" in rec.block

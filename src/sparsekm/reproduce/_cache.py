@@ -151,9 +151,10 @@ _CACHED_COMPUTE = re.compile(r"cells from the cache \(computed .*?; ([0-9.]+) mi
 _BLAS = None
 
 
-def _this_commit():
-    """The commit a freshly computed entry records (once per process): provenance only,
-    never part of the key (the key's ``code`` decides what may be served)."""
+def run_commit():
+    """The commit this process runs from, asked of git once per process: what a freshly
+    computed entry records (provenance only, never part of the key: the key's ``code``
+    decides what may be served) and what a results block names."""
     global _COMMIT
     if _COMMIT is _UNSET:
         _COMMIT = source_commit()
@@ -302,7 +303,7 @@ class CellCache:
         blas = blas_signature()
         simd = numpy_simd_signature()
         entry = {"cell": cell, "params": json.loads(params_c), "seed": seed, "code": code,
-                 "commit": _this_commit(), "blas": blas, "numpy_simd": simd, "computed": datetime.datetime.now(datetime.timezone.utc).strftime(
+                 "commit": run_commit(), "blas": blas, "numpy_simd": simd, "computed": datetime.datetime.now(datetime.timezone.utc).strftime(
                      "%Y-%m-%dT%H:%M:%SZ"),
                  "seconds": None if seconds is None else round(float(seconds), 3),
                  "value": json.loads(_canonical(value))}

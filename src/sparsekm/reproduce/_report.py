@@ -22,9 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .._provenance import source_commit
 from . import Result, Section, Target, section_of
-from ._cache import CellCache
+from ._cache import CellCache, run_commit
 
 __all__ = ["Record", "parse_results", "render_results", "write_results", "run_all", "scoreboard",
            "run_times", "pinned_threads", "figure_link", "classify", "much_worse"]
@@ -148,7 +147,7 @@ def record_from_result(res: Result, ctx, results_dir, date=None):
     date = date or datetime.date.today().isoformat()
     title = res.title + (" (--quick: smoke-test sizes, not comparable to the paper)"
                          if ctx.quick else "")
-    commit = source_commit()
+    commit = run_commit()
     at = f" at commit {commit}" if commit else ""
     when = f"run time {_fmt_seconds(res.seconds)} · {date}{at}"
     if res.provenance:  # cached cells: say where they come from, not "0 s" and today's date
@@ -565,7 +564,7 @@ def run_all(registry, names, ctx, *, results_path=None, echo=print, keep_going=T
             which = ("all" if len(fresh) == len(registry) else
                      f"{len(fresh)} of {len(registry)}")
             listed = "" if which == "all" else f" ({', '.join(f'`{n}`' for n in fresh)})"
-            commit = source_commit()
+            commit = run_commit()
             info = (f"Last run: {started}"
                     + (f" at commit {commit}" if commit else "")
                     + f", re-ran {which} reproductions{listed} in "
