@@ -191,7 +191,8 @@ def select_backward(expansion, n_vectors, *, refresh=50):
     _warn_more_than_terms("select_backward", n_vectors, X.shape[0])
     refresh = check_scalar(refresh, "refresh", "select_backward", kind="int", lower=1)
     K = expansion.kernel(X)
-    norm2 = np.einsum("ij,ij->j", A, K @ A)
+    KA = K @ A  # K[idx] @ A is KA[idx]: the path costs O(|S| n_out) per removal, not O(N^2)
+    norm2 = np.einsum("ij,ij->j", A, KA)
 
     def inverse(idx):
         try:
@@ -220,8 +221,8 @@ def select_backward(expansion, n_vectors, *, refresh=50):
         step += 1
         if step % refresh == 0:
             Kinv = inverse(idx)
-            B = Kinv @ (K[idx] @ A)
-        path.append(np.maximum(norm2 - np.einsum("ij,ij->j", B, K[idx] @ A), 0.0))
+            B = Kinv @ KA[idx]
+        path.append(np.maximum(norm2 - np.einsum("ij,ij->j", B, KA[idx]), 0.0))
     return _finish(expansion, X, A, K, idx, path, norm2)
 
 
