@@ -74,7 +74,7 @@ MIN_L1_PER_MACHINE = 10
 #: constructing it (eq. 74-77): removing at most half of the vectors costs ``O(N^2 d +
 #: (N - m) N^2)``, against the construction's ``m`` fixed-point searches over ``N + m``
 #: terms. Measured on USPS-784 (1,768 support vectors, 45 one-vs-one outputs) at 1,000
-#: vectors: 13 CPU s against 79 s, relative residuals 0.05-1.3 % per output, and the same
+#: vectors: 3 CPU s against 79 s, relative residuals 0.05-1.3 % per output, and the same
 #: validation error (1.83 %, the original's); see docs/compress.md.
 SELECT_FRACTION = 0.5
 #: ... while its ``N x N`` Gram matrix and inverse stay small (N at most this: 2 x 288 MB).

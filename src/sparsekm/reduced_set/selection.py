@@ -14,6 +14,7 @@ import warnings
 
 import numpy as np
 from scipy import linalg
+from scipy.linalg import blas, lapack
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import Lasso
 
@@ -195,34 +196,46 @@ def select_backward(expansion, n_vectors, *, refresh=50):
     norm2 = np.einsum("ij,ij->j", A, KA)
 
     def inverse(idx):
-        try:
-            L = linalg.cho_factor(K[np.ix_(idx, idx)], lower=True, check_finite=False)
-        except linalg.LinAlgError:
+        # K_S^{-1} from its Cholesky factor (LAPACK potrf + potri: half the work of solving
+        # against the identity), symmetrised
+        c, info = lapack.dpotrf(K[np.ix_(idx, idx)], lower=1, clean=1)
+        if info == 0:
+            c, info = lapack.dpotri(c, lower=1)
+        if info != 0:
             raise ValueError(
                 "select_backward needs a non-singular Gram matrix; it is singular (duplicate "
-                "vectors or a finite-dimensional feature space). Apply exact_reduction first."
-            ) from None
-        return linalg.cho_solve(L, np.eye(idx.size), check_finite=False)
+                "vectors or a finite-dimensional feature space). Apply exact_reduction first.")
+        return np.ascontiguousarray(np.tril(c) + np.tril(c, -1).T)
 
     idx = np.arange(X.shape[0])
     Kinv = inverse(idx)
+    ger = blas.get_blas_funcs("ger", (Kinv,))
+    alive = np.ones(idx.size, dtype=bool)  # rows of Kinv (and B) still in S
     B = A.copy()
     path = []
     step = 0
-    while idx.size > n_vectors:
+    while alive.sum() > n_vectors:
         d = np.diag(Kinv)
         cost = np.einsum("ij,ij->i", B, B) / np.maximum(d, 1e-300)
+        cost[~alive] = np.inf
         n = int(np.argmin(cost))
-        B = B - np.outer(Kinv[:, n] / d[n], B[n])
-        Kinv = Kinv - np.outer(Kinv[:, n], Kinv[n, :]) / d[n]
-        keep = np.ones(idx.size, dtype=bool)
-        keep[n] = False
-        idx, B, Kinv = idx[keep], B[keep], Kinv[np.ix_(keep, keep)]
+        u = Kinv[:, n].copy()
+        B -= np.outer(u / d[n], B[n])
+        # K_S^{-1} down-dated in place (a rank-one update of the symmetric inverse, on its
+        # Fortran-ordered transpose): row and column n become zero, up to rounding
+        ger(-1.0 / d[n], u, u, a=Kinv.T, overwrite_a=1)
+        Kinv[n, :] = 0.0
+        Kinv[:, n] = 0.0
+        B[n] = 0.0
+        alive[n] = False
         step += 1
         if step % refresh == 0:
+            idx = idx[alive]
             Kinv = inverse(idx)
+            alive = np.ones(idx.size, dtype=bool)
             B = Kinv @ KA[idx]
-        path.append(np.maximum(norm2 - np.einsum("ij,ij->j", B, KA[idx]), 0.0))
+        path.append(np.maximum(norm2 - np.einsum("ij,ij->j", B[alive], KA[idx[alive]]), 0.0))
+    idx = idx[alive]
     return _finish(expansion, X, A, K, idx, path, norm2)
 
 
