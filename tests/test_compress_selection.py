@@ -23,6 +23,14 @@ def _n_sv(svc):
     return int(exact_classifier(svc, svc.classes_).expansion.merge_duplicates().n_terms)
 
 
+def _problem(data, bounded=True, shared=True):
+    """The search's Problem and validation Split around the fixture's SVC (nothing fitted)."""
+    svc, Xtr, ytr, Xv, yv = data
+    exact = exact_classifier(svc, svc.classes_)
+    split = _candidates.Split(Xtr, ytr, Xv, yv, exact)
+    return _candidates.Problem(exact, [split], None, shared, 2, 50, 0, bounded=bounded), split
+
+
 def _call(data, n_vectors, **kw):
     svc, Xtr, ytr, Xv, yv = data
     return sparsekm.compress(svc, Xv, yv, n_vectors=n_vectors, X_train=Xtr, y_train=ytr,
@@ -49,21 +57,19 @@ def _brute_backward(K, A, m):
 def test_the_rule_and_its_boundaries(blobs):
     """``selects`` exactly when SELECT_FRACTION * N <= m < N <= SELECT_MAX_TERMS in the
     default (bounded) search with one set; never for a named method or separate sets."""
-    svc, Xtr, ytr, Xv, yv = blobs
-    N = _n_sv(svc)
-    exact = exact_classifier(svc, svc.classes_)
-    split = _candidates.Split(Xtr, ytr, Xv, yv, exact)
+    N = _n_sv(blobs[0])
 
-    def problem(bounded=True, shared=True):
-        return _candidates.Problem(exact, [split], None, shared, 2, 50, 0, bounded=bounded)
+    def selects(m, **kw):
+        problem, split = _problem(blobs, **kw)
+        return _candidates.selects(problem, split, m)
 
     half = int(np.ceil(_candidates.SELECT_FRACTION * N))
-    assert not _candidates.selects(problem(), split, half - 1)
-    assert _candidates.selects(problem(), split, half)
-    assert _candidates.selects(problem(), split, N - 1)
-    assert not _candidates.selects(problem(), split, N)
-    assert not _candidates.selects(problem(bounded=False), split, half)
-    assert not _candidates.selects(problem(shared=False), split, half)
+    assert not selects(half - 1)
+    assert selects(half)
+    assert selects(N - 1)
+    assert not selects(N)
+    assert not selects(half, bounded=False)
+    assert not selects(half, shared=False)
 
 
 def test_the_default_search_selects_at_large_budgets(blobs):
@@ -81,12 +87,8 @@ def test_the_default_search_selects_at_large_budgets(blobs):
     X, A = np.asarray(psi.vectors), np.asarray(psi.coef)
     K = psi.kernel(X)
     keep = _brute_backward(K, A, m)
-    # the construct candidate's model, as the search built it
-    from sparsekm.compression._candidates import CANDIDATES, FULL, Problem, Split
-    exact = exact_classifier(svc, svc.classes_)
-    _, Xtr, ytr, Xv, yv = blobs
-    split = Split(Xtr, ytr, Xv, yv, exact)
-    problem = Problem(exact, [split], None, True, 2, 50, 0, bounded=True)
+    # the construct candidate's reduced set, as the search builds it
+    problem, split = _problem(blobs)
     red = _candidates.construction(problem, split, m)
     chosen = sorted(int(np.flatnonzero((X == z).all(axis=1))[0]) for z in np.asarray(red.vectors))
     assert chosen == sorted(keep)
@@ -95,7 +97,7 @@ def test_the_default_search_selects_at_large_budgets(blobs):
     order = [int(np.flatnonzero((X == z).all(axis=1))[0]) for z in np.asarray(red.vectors)]
     np.testing.assert_allclose(np.asarray(red.coef), beta[[chosen.index(i) for i in order]],
                                rtol=1e-7, atol=1e-9)
-    assert CANDIDATES["construct"].fit(problem, m, FULL).notes
+    assert _candidates.CANDIDATES["construct"].fit(problem, m, _candidates.FULL).notes
 
     below = _call(blobs, max(2, int(0.25 * N)), method="auto")
     rows = {r["method"]: r for r in below.compress_report_["rows"]}

@@ -75,7 +75,7 @@ MIN_L1_PER_MACHINE = 10
 #: (N - m) N^2)``, against the construction's ``m`` fixed-point searches over ``N + m``
 #: terms. Measured on USPS-784 (1,768 support vectors, 45 one-vs-one outputs) at 1,000
 #: vectors: 3 CPU s against 79 s, relative residuals 0.05-1.3 % per output, and the same
-#: validation error (1.83 %, the original's); see docs/compress.md.
+#: validation error (1.83 %, the original's); see docs/reduced_set.md.
 SELECT_FRACTION = 0.5
 #: ... while its ``N x N`` Gram matrix and inverse stay small (N at most this: 2 x 288 MB).
 SELECT_MAX_TERMS = 6000
@@ -441,17 +441,19 @@ class _ReducedSet(Candidate):
         raise NotImplementedError
 
     def build(self, problem, split, n_vectors, variant, fidelity, out, all_rows=False):
-        if self.from_construction and selects(problem, split, problem.per_output(n_vectors)):
-            note = (f"reduced set selected by backward elimination (eq. 63, Proposition 8): "
-                    f"{n_vectors} >= {SELECT_FRACTION:g} x the original's vectors")
-            if note not in out.notes:
-                out.notes.append(note)
         key = ("rs", self.name, n_vectors, fidelity)
         if key not in split.cache:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 split.cache[key] = self.reduced(problem, split, n_vectors, fidelity)
         red = split.cache[key]
+        # the note from what was built (a singular Gram matrix falls back to construction)
+        if self.from_construction and split.cache.get(
+                ("selection", problem.per_output(n_vectors))) is not None:
+            note = (f"reduced set selected by backward elimination (eq. 63, Proposition 8): "
+                    f"{n_vectors} >= {SELECT_FRACTION:g} x the original's vectors")
+            if note not in out.notes:
+                out.notes.append(note)
         if variant.refit_thresholds:
             red = _refit_thresholds(split.exact, red, split.X_fit, split.y_fit)
         return _like(split.exact, red)
@@ -469,8 +471,15 @@ def selects(problem, split, n_vectors):
     the ``N`` distinct vectors of the split's original machine."""
     if not problem.bounded or (problem.multi and not problem.shared):
         return False
-    N = split.exact.expansion.merge_duplicates().n_terms
+    N = _distinct_terms(split).n_terms
     return SELECT_FRACTION * N <= n_vectors < N <= SELECT_MAX_TERMS
+
+
+def _distinct_terms(split):
+    """The split's original expansion with duplicate vectors merged (cached on the split)."""
+    if "distinct" not in split.cache:
+        split.cache["distinct"] = split.exact.expansion.merge_duplicates()
+    return split.cache["distinct"]
 
 
 def construction(problem, split, n_vectors):
@@ -484,8 +493,7 @@ def construction(problem, split, n_vectors):
         if key not in split.cache:
             from ..reduced_set import select_backward
             try:
-                split.cache[key] = select_backward(split.exact.expansion.merge_duplicates(),
-                                                   m).expansion
+                split.cache[key] = select_backward(_distinct_terms(split), m).expansion
             except ValueError:  # a singular Gram matrix: construct instead
                 split.cache[key] = None
         if split.cache[key] is not None:

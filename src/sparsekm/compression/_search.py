@@ -3,7 +3,7 @@ can still win, choose on validation data.
 
 Deterministic by default: without ``time_limit`` nothing here reads a clock (timings are
 recorded only with ``timing=True``, and never steer a choice); every candidate's work is
-bounded by counts (:class:`~._candidates.Fidelity`). The search rule (docs/compress.md):
+bounded by counts (:class:`~._candidates.Fidelity`). The search rule (docs/reduced_set.md):
 
 1. *Screening.* Every candidate is fitted at its screening fidelity (at most
    ``SCREEN_ROWS`` training rows, one C value, a quarter of the iterations; a candidate
