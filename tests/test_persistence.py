@@ -33,6 +33,29 @@ def test_round_trip_is_bit_exact(psi, tmp_path, rng):
     np.testing.assert_array_equal(back(X), psi(X))
 
 
+@pytest.mark.parametrize("key", [None, b"k" * 32])
+def test_file_is_a_function_of_the_model_not_of_the_clock(psi, tmp_path, monkeypatch, key):
+    """Two saves of the same model, a year apart on the clock, are the same bytes: no ZIP
+    member carries the time it was written (zipfile would stamp the clock's time)."""
+    import time
+
+    kw = {} if key is None else {"key": key}
+    save(psi, tmp_path / "a.skm", **kw)
+    real = time.time
+    monkeypatch.setattr(time, "time", lambda: real() + 366 * 86400.0)
+    save(psi, tmp_path / "b.skm", **kw)
+    monkeypatch.undo()
+    a, b = (tmp_path / "a.skm").read_bytes(), (tmp_path / "b.skm").read_bytes()
+    assert a == b
+    with zipfile.ZipFile(tmp_path / "a.skm") as zf:
+        infos = zf.infolist()
+    names = [i.filename for i in infos]
+    assert "meta.json" in names and ("signature.json" in names) == (key is not None)
+    assert sum(name.startswith("arrays/") for name in names) == 3  # vectors, coef, intercept
+    assert {i.date_time for i in infos} == {(1980, 1, 1, 0, 0, 0)}
+    assert_same_expansion(psi, load(tmp_path / "b.skm", **kw))
+
+
 def test_round_trip_single_output_float32_and_nested(tmp_path, rng):
     single = KernelExpansion(rng.normal(size=(5, 2)).astype(np.float32),
                              rng.normal(size=5).astype(np.float32), Polynomial(3, 1.0, 0.5),

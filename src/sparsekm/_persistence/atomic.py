@@ -19,6 +19,18 @@ from .encoder import _Encoder
 from .format import _FORMAT, _META, _SIGNATURE, SCHEMA_VERSION, _check_key, _manifest_tag
 
 _TMP_SUFFIX = ".skm-tmp"
+#: The modification time of every ZIP member (the earliest a ZIP header holds, as
+#: reproducible builds write): :mod:`zipfile` would stamp the clock's time, so two saves
+#: of the same model would differ in those bytes. A file is a function of its model alone.
+_ZIP_DATE_TIME = (1980, 1, 1, 0, 0, 0)
+
+
+def _member(name, external_attr=0):
+    """A stored (uncompressed) ZIP member ``name`` with the fixed time ``_ZIP_DATE_TIME``."""
+    info = zipfile.ZipInfo(name, date_time=_ZIP_DATE_TIME)
+    info.compress_type = zipfile.ZIP_STORED
+    info.external_attr = external_attr
+    return info
 
 
 class _HashingWriter:
@@ -211,15 +223,16 @@ def save(obj, path, *, key=None, force=False):
             with os.fdopen(os.dup(fd), "wb") as fh:
                 with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_STORED) as zf:
                     digests = {_META: (len(meta_bytes), hashlib.sha256(meta_bytes).digest())}
-                    zf.writestr(_META, meta_bytes)
+                    zf.writestr(_member(_META, 0o600 << 16), meta_bytes)
                     for name, arr in enc.arrays.items():
                         member = f"arrays/{name}.npy"
-                        with zf.open(member, "w", force_zip64=arr.nbytes > 2**30) as out:
+                        with zf.open(_member(member), "w",
+                                     force_zip64=arr.nbytes > 2**30) as out:
                             w = _HashingWriter(out)
                             np.lib.format.write_array(w, arr, allow_pickle=False)
                         digests[member] = (w.size, w.sha.digest())
                     if key is not None:
-                        zf.writestr(_SIGNATURE, json.dumps(
+                        zf.writestr(_member(_SIGNATURE, 0o600 << 16), json.dumps(
                             {"algorithm": "HMAC-SHA256", "tag": _manifest_tag(key, digests)}))
                 fh.flush()
                 os.fsync(fh.fileno())
